@@ -1,0 +1,129 @@
+# cuteluajit -- GPU kernels written in Lua.
+#
+#   make          build/libcute.so and build/cuteluajit (installs missing Debian packages first)
+#   make demo     the tour (examples/tour.lua)
+#   make test     every test: busted specs, C API test, embed example, ASan/UBSan run, fuzz
+#   make bundle   dist/: relocatable cuteluajit + Lua modules + examples + GPU specs
+#   make bench    CPU benchmarks (bench/layout.lua, bench/compile.lua)
+#   make fuzz     longer fuzz run (FUZZ_SECONDS, default 60)
+#
+# Variables: CC, LLVM_CONFIG, PTXAS (optional), JOBS.
+
+CC          ?= cc
+CXX         ?= c++
+LLVM_CONFIG ?= llvm-config-19
+LUAJIT      ?= luajit
+BUSTED      ?= /usr/bin/busted
+LUAJIT_INC  ?= /usr/include/luajit-2.1
+LUAJIT_A    ?= /usr/lib/x86_64-linux-gnu/libluajit-5.1.a
+
+B := build
+A := build/asan
+
+# Evaluated lazily (recipes only): llvm-config may be installed by `make deps`.
+LLVM_CFLAGS   = $(shell $(LLVM_CONFIG) --cflags)
+LLVM_LIBDIR   = $(shell $(LLVM_CONFIG) --libdir)
+LLVM_COMPONENTS := core analysis passes target nvptxcodegen nvptxdesc nvptxinfo
+LLVM_LIBS     = $(shell $(LLVM_CONFIG) --link-static --libs $(LLVM_COMPONENTS))
+LLVM_LIBNAMES = $(shell $(LLVM_CONFIG) --link-static --libnames $(LLVM_COMPONENTS) | tr ' ' ':')
+STATIC_SYS    := -static-libstdc++ -static-libgcc -Wl,-Bstatic -lz -lzstd -Wl,-Bdynamic -lrt -ldl -lm -pthread
+# Hide LLVM, libstdc++, zlib and zstd: a host process may load another LLVM.
+HIDE_LIBS     = -Wl,--exclude-libs,$(LLVM_LIBNAMES):libstdc++.a:libz.a:libzstd.a:libgcc.a
+LINK_LLVM     = -L$(LLVM_LIBDIR) -Wl,--gc-sections $(HIDE_LIBS) $(LLVM_LIBS) $(STATIC_SYS)
+
+WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
+CFLAGS  ?= -O2 -g
+ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -Iinclude -I$(B) \
+             -I$(LUAJIT_INC) $(LLVM_CFLAGS)
+SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+CORE_SRCS := $(filter-out src/main.c,$(wildcard src/*.c))
+CORE_OBJS := $(CORE_SRCS:src/%.c=$(B)/obj/%.o) $(B)/obj/lua_embed.o
+ASAN_OBJS := $(CORE_SRCS:src/%.c=$(A)/obj/%.o) $(A)/obj/lua_embed.o
+HEADERS   := $(wildcard include/*.h src/*.h)
+LUA_SRCS  := $(shell find lua -name '*.lua' ! -name cdef.lua 2>/dev/null | sort)
+
+.PHONY: all deps check-deps test test-asan demo bundle bench fuzz clean
+
+all: check-deps $(B)/libcute.so $(B)/cuteluajit lua/cute/cdef.lua
+
+deps:
+	sh tools/deps.sh --install
+
+check-deps:
+	@sh tools/deps.sh
+
+# ---- generated ------------------------------------------------------------
+# ffi.cdef text: the CDEF blocks of the public headers.
+lua/cute/cdef.lua: $(wildcard include/*.h) tools/gen_cdef.sh
+	sh tools/gen_cdef.sh include/cute.h $(filter-out include/cute.h,$(wildcard include/*.h)) > $@.tmp && mv $@.tmp $@
+
+# Lua modules embedded into the library (package.preload-style searcher).
+$(B)/lua_embed.c: $(LUA_SRCS) lua/cute/cdef.lua tools/embed_lua.lua | $(B)/obj
+	$(LUAJIT) tools/embed_lua.lua lua $(LUA_SRCS) lua/cute/cdef.lua > $@.tmp && mv $@.tmp $@
+
+$(B)/obj $(A)/obj:
+	mkdir -p $@
+
+# ---- normal build -----------------------------------------------------------
+$(B)/obj/%.o: src/%.c $(HEADERS) | $(B)/obj check-deps
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(B)/obj/lua_embed.o: $(B)/lua_embed.c
+	$(CC) $(ALL_CFLAGS) -Wno-overlength-strings -c $< -o $@
+
+$(B)/obj/main.o: src/main.c $(HEADERS) | $(B)/obj
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+# Shared library for C hosts and for plain `luajit` (ffi.load). lua_* symbols
+# come from the host process.
+$(B)/libcute.so: $(CORE_OBJS)
+	$(CXX) -shared -o $@ $^ $(LINK_LLVM)
+
+# The REPL / script runner: LuaJIT and LLVM linked statically; exports the
+# cute_* API and LuaJIT's lua_* symbols (busted's C modules need them).
+$(B)/cuteluajit: $(B)/obj/main.o $(CORE_OBJS)
+	$(CXX) -o $@ $^ -Wl,-E $(LUAJIT_A) $(LINK_LLVM)
+
+# ---- ASan + UBSan build ---------------------------------------------------------
+$(A)/obj/%.o: src/%.c $(HEADERS) | $(A)/obj check-deps
+	$(CC) $(ALL_CFLAGS) -O1 $(SAN) -c $< -o $@
+
+$(A)/obj/lua_embed.o: $(B)/lua_embed.c | $(A)/obj
+	$(CC) $(ALL_CFLAGS) -O1 -Wno-overlength-strings -c $< -o $@
+
+$(A)/obj/main.o: src/main.c $(HEADERS) | $(A)/obj
+	$(CC) $(ALL_CFLAGS) -O1 $(SAN) -c $< -o $@
+
+$(A)/cuteluajit: $(A)/obj/main.o $(ASAN_OBJS)
+	$(CXX) $(SAN) -o $@ $^ -Wl,-E $(LUAJIT_A) $(LINK_LLVM)
+
+# ---- C API test and embedding example ------------------------------------------
+$(B)/test_capi: tests/test_capi.c $(B)/libcute.so
+	$(CC) -std=gnu11 $(WARN) -Iinclude -o $@ $< -L$(B) -lcute -Wl,-rpath,'$$ORIGIN'
+
+$(B)/embed: examples/embed/embed.c $(B)/libcute.so
+	$(CC) -std=gnu11 $(WARN) -Iinclude -I$(LUAJIT_INC) -o $@ $< -L$(B) -lcute \
+	    -Wl,-rpath,'$$ORIGIN' -lluajit-5.1
+
+# ---- tests -------------------------------------------------------------------
+test: all $(B)/test_capi $(B)/embed $(A)/cuteluajit
+	sh tools/run_tests.sh
+
+test-asan: all $(A)/cuteluajit
+	TEST_ONLY=asan sh tools/run_tests.sh
+
+demo: all
+	$(B)/cuteluajit examples/tour.lua
+
+bench: all
+	$(B)/cuteluajit bench/layout.lua
+
+fuzz: all $(A)/cuteluajit
+	FUZZ_SECONDS=$${FUZZ_SECONDS:-60} $(A)/cuteluajit tools/fuzz.lua
+
+bundle: all
+	sh tools/bundle.sh
+
+clean:
+	rm -rf $(B) dist lua/cute/cdef.lua

@@ -1,0 +1,51 @@
+-- cute.ffi: the only module that calls the C core.  Loads the declarations
+-- (generated from include/*.h), finds the library, and turns status codes into
+-- Lua errors.  Other modules use:
+--   local cf = require("cute.ffi")
+--   cf.C            -- the C namespace
+--   cf.err          -- a reusable cute_err cell (cute_err[1])
+--   cf.check(status, level)   -- error() with the C message if status ~= 0
+local ffi = require("ffi")
+
+local M = {}
+
+if not pcall(ffi.typeof, "cute_err") then
+  ffi.cdef(require("cute.cdef"))
+end
+
+local function find_lib()
+  -- Inside cuteluajit (or a host that linked the core statically) the symbols
+  -- are already in the process.
+  if pcall(function() return ffi.C.cute_version end) then return ffi.C end
+  local env = os.getenv("CUTE_LIB")
+  if env then return ffi.load(env) end
+  -- Next to this module: <root>/lua/cute/ffi.lua -> <root>/build/libcute.so
+  local src = debug.getinfo(1, "S").source
+  local dir = src:match("^@(.*)/cute/ffi%.lua$")
+  local tried = {}
+  for _, p in ipairs({ dir and (dir .. "/../build/libcute.so"), dir and (dir .. "/../lib/libcute.so"), "libcute.so" }) do
+    local ok, lib = pcall(ffi.load, p)
+    if ok then return lib end
+    tried[#tried + 1] = p
+  end
+  error("cute: cannot find libcute.so (tried " .. table.concat(tried, ", ") .. "); set CUTE_LIB", 0)
+end
+
+M.C = find_lib()
+M.err = ffi.new("cute_err[1]")
+
+-- Raise the message stored in M.err as a Lua error.  `level` is passed to
+-- error() (default 3: the caller of the function that called check).
+function M.raise(level)
+  local e = M.err[0]
+  error(ffi.string(e.msg), level or 3)
+end
+
+function M.check(status, level)
+  if status ~= 0 then
+    local e = M.err[0]
+    error(ffi.string(e.msg), (level or 2) + 1)
+  end
+end
+
+return M

@@ -1,0 +1,504 @@
+-- cute.layout: CuTe's layout algebra from Lua, on the C core (src/layout*.c).
+--
+-- Lua values:
+--   integers            Lua numbers
+--   IntTuples           nested Lua tables of numbers: {4, {2, 3}}  (cute._ for "_")
+--   Layout              cdata `cute_value` (type LAYOUT): callable, tostring, ==
+--   ComposedLayout      cdata `cute_value` (type COMPOSED): callable
+--   Swizzle             cdata `cute_value` (type SWIZZLE): callable on an offset
+--   tiler               a Lua table mixing Layouts, numbers and cute._
+local ffi = require("ffi")
+local cf = require("cute.ffi")
+local C = cf.C
+
+local M = {}
+
+local value_t = ffi.typeof("cute_value")
+local value_arr_t = ffi.typeof("cute_value[?]")
+local i64_arr_t = ffi.typeof("int64_t[?]")
+local istype = ffi.istype
+local tonumber, type, select = tonumber, type, select
+local HDR = ffi.offsetof("cute_value", "node")
+local NODE = ffi.sizeof("cute_node")
+
+local N_INT, N_TUPLE, N_UNDER, N_LAYOUT = C.CUTE_N_INT, C.CUTE_N_TUPLE, C.CUTE_N_UNDER, C.CUTE_N_LAYOUT
+local V_INT, V_TUPLE, V_LAYOUT, V_COMPOSED, V_SWIZZLE, V_TILER, V_UNDER =
+  C.CUTE_V_INT, C.CUTE_V_TUPLE, C.CUTE_V_LAYOUT, C.CUTE_V_COMPOSED, C.CUTE_V_SWIZZLE,
+  C.CUTE_V_TILER, C.CUTE_V_UNDER
+local MAXN = 128
+
+-- The "_" placeholder of tilers and slice coordinates.
+local underscore = setmetatable({}, { __tostring = function() return "_" end, __name = "cute._" })
+M._ = underscore
+
+local function is_layout(v) return istype(value_t, v) and v.type == V_LAYOUT end
+local function is_value(v) return istype(value_t, v) end
+M.is_layout = is_layout
+
+-- Scratch cells reused across calls (no allocation on the hot path).
+local args = value_arr_t(4)
+local out2 = value_t()
+local crdbuf = i64_arr_t(64)
+local i64out = i64_arr_t(1)
+local textbuf_size = 4096
+local textbuf = ffi.new("char[?]", textbuf_size)
+
+---------------------------------------------------------------------------
+-- Lua value -> cute_value
+---------------------------------------------------------------------------
+local describe -- forward
+
+local function int_of(x, what)
+  local t = type(x)
+  if t == "number" then
+    if x ~= x or x % 1 ~= 0 or x >= 2^63 or x < -2^63 then
+      error(("%s: %s is not an integer"):format(what, tostring(x)), 0)
+    end
+    return x
+  elseif t == "cdata" and (istype("int64_t", x) or istype("uint64_t", x) or istype("int32_t", x)) then
+    return x
+  end
+  error(("%s: expected an integer, got %s"):format(what, describe(x)), 0)
+end
+
+-- Append the tree of Lua value x to cv starting at node index i; returns next index.
+-- mode: "tuple" (ints and _ only) or "tiler" (layouts allowed).
+local function put(cv, i, x, what)
+  if i >= MAXN then error(what .. ": value has more than 128 nodes", 0) end
+  local nd = cv.node[i]
+  if type(x) == "table" then
+    if x == underscore then
+      nd.kind = N_UNDER; nd.span = 1; nd.a = 0; nd.b = 0
+      return i + 1
+    end
+    local n = #x
+    for k in pairs(x) do
+      if type(k) ~= "number" or k < 1 or k > n or k % 1 ~= 0 then
+        error(("%s: a tuple must be a Lua sequence, found key %s"):format(what, tostring(k)), 0)
+      end
+    end
+    nd.kind = N_TUPLE; nd.a = n; nd.b = 0
+    local j = i + 1
+    for k = 1, n do j = put(cv, j, x[k], what) end
+    cv.node[i].span = j - i
+    return j
+  elseif is_value(x) then
+    if x.type ~= V_LAYOUT then
+      error(("%s: %s cannot be used inside a tuple"):format(what, describe(x)), 0)
+    end
+    local n = x.n
+    if i + 1 + n > MAXN then error(what .. ": value has more than 128 nodes", 0) end
+    nd.kind = N_LAYOUT; nd.span = n + 1; nd.a = 0; nd.b = 0
+    ffi.copy(cv.node + i + 1, x.node, n * NODE)
+    return i + 1 + n
+  else
+    nd.kind = N_INT; nd.span = 1; nd.a = int_of(x, what); nd.b = 0
+    return i + 1
+  end
+end
+
+local function has_layout(x)
+  if is_value(x) then return true end
+  if type(x) == "table" and x ~= underscore then
+    for k = 1, #x do if has_layout(x[k]) then return true end end
+  end
+  return false
+end
+
+-- Fill cv from Lua value x.
+local function to_value(cv, x, what)
+  if is_value(x) then
+    ffi.copy(cv, x, HDR + x.n * NODE)
+    return cv
+  end
+  cv.sw_b, cv.sw_m, cv.sw_s, cv.offset = 0, 0, 0, 0
+  if x == underscore then
+    cv.type = V_UNDER; cv.n = 1
+    local nd = cv.node[0]; nd.kind = N_UNDER; nd.span = 1; nd.a = 0; nd.b = 0
+  elseif type(x) == "table" then
+    cv.type = has_layout(x) and V_TILER or V_TUPLE
+    cv.n = put(cv, 0, x, what)
+  else
+    cv.type = V_INT; cv.n = 1
+    local nd = cv.node[0]; nd.kind = N_INT; nd.span = 1; nd.a = int_of(x, what); nd.b = 0
+  end
+  return cv
+end
+M.to_value = to_value
+
+---------------------------------------------------------------------------
+-- cute_value -> Lua value
+---------------------------------------------------------------------------
+local function num(x)
+  local v = tonumber(x)
+  return v
+end
+
+local function get_tree(cv, i)
+  local nd = cv.node[i]
+  local k = nd.kind
+  if k == N_INT then return num(nd.a), i + 1 end
+  if k == N_UNDER then return underscore, i + 1 end
+  if k == N_LAYOUT then
+    local L = value_t()
+    L.type = V_LAYOUT
+    local n = nd.span - 1
+    L.n = n
+    ffi.copy(L.node, cv.node + i + 1, n * NODE)
+    return L, i + nd.span
+  end
+  local t, j = {}, i + 1
+  for c = 1, tonumber(nd.a) do t[c], j = get_tree(cv, j) end
+  return t, j
+end
+
+local function from_value(cv)
+  local ty = cv.type
+  if ty == V_INT then return num(cv.node[0].a) end
+  if ty == V_UNDER then return underscore end
+  if ty == V_TUPLE or ty == V_TILER then return (get_tree(cv, 0)) end
+  local r = value_t()
+  ffi.copy(r, cv, HDR + cv.n * NODE)
+  return r
+end
+M.from_value = from_value
+
+-- Leaf values of a layout as Lua tree (shape when field == "a", stride "b").
+local function tree_of(cv, i, field)
+  local nd = cv.node[i]
+  if nd.kind == N_INT then return num(nd[field]), i + 1 end
+  local t, j = {}, i + 1
+  for c = 1, tonumber(nd.a) do t[c], j = tree_of(cv, j, field) end
+  return t, j
+end
+
+---------------------------------------------------------------------------
+-- printing and parsing
+---------------------------------------------------------------------------
+local function format_cv(cv)
+  local n = C.cute_format(cv, textbuf, textbuf_size)
+  if n >= textbuf_size then
+    local big = ffi.new("char[?]", n + 1)
+    C.cute_format(cv, big, n + 1)
+    return ffi.string(big, n)
+  end
+  return ffi.string(textbuf, n)
+end
+
+local fmt_cell = value_t()
+function M.tostring(x)
+  if is_value(x) then return format_cv(x) end
+  local t = type(x)
+  if t == "number" and x % 1 == 0 then return ("%d"):format(x) end
+  if t == "table" or t == "number" or t == "cdata" then
+    local ok, err = pcall(to_value, fmt_cell, x, "cute.tostring")
+    if not ok then error(err, 2) end
+    return format_cv(fmt_cell)
+  end
+  return tostring(x)
+end
+
+describe = function(x)
+  local ok, s = pcall(M.tostring, x)
+  if ok then return s end
+  return type(x) .. " " .. tostring(x)
+end
+M.describe = describe
+
+function M.parse(text)
+  if type(text) ~= "string" then
+    error("cute.parse: expected a string, got " .. type(text), 2)
+  end
+  local r = value_t()
+  cf.check(C.cute_parse(text, r, cf.err), 1)
+  local ty = r.type
+  if ty == V_LAYOUT or ty == V_COMPOSED or ty == V_SWIZZLE then return r end
+  return from_value(r)
+end
+
+---------------------------------------------------------------------------
+-- generic op call
+---------------------------------------------------------------------------
+local opcode = {}
+local function op_code(name)
+  local c = opcode[name]
+  if not c then
+    c = C.cute_op_lookup(name)
+    if c < 0 then error("cute: unknown layout op " .. name, 2) end
+    opcode[name] = c
+  end
+  return c
+end
+
+-- call(name, nargs, a1, a2, a3, a4): returns the Lua result (and the offset
+-- for slice_and_offset).  Errors point at the user's caller (level 3).
+local function call(name, nargs, a1, a2, a3, a4)
+  local code = op_code(name)
+  local what = "cute." .. name
+  if nargs >= 1 then to_value(args[0], a1, what) end
+  if nargs >= 2 then to_value(args[1], a2, what) end
+  if nargs >= 3 then to_value(args[2], a3, what) end
+  if nargs >= 4 then to_value(args[3], a4, what) end
+  local r = value_t()
+  local st = C.cute_op(code, args, nargs, r, out2, cf.err)
+  if st ~= 0 then cf.raise(4) end
+  return r
+end
+
+local function result(r)
+  local ty = r.type
+  if ty == V_LAYOUT or ty == V_COMPOSED or ty == V_SWIZZLE then return r end
+  return from_value(r)
+end
+
+-- Wrap an op with a fixed arity range.
+local function def(name, minargs, maxargs, lname)
+  M[lname or name] = function(...)
+    local n = select("#", ...)
+    if n < minargs or n > maxargs then
+      error(("cute.%s: expected %s argument(s), got %d"):format(name,
+        minargs == maxargs and minargs or (minargs .. " to " .. maxargs), n), 2)
+    end
+    local ok, r = pcall(call, name, n, ...)
+    if not ok then error(r, 2) end
+    return result(r)
+  end
+end
+
+for _, d in ipairs({
+  { "size", 1, 1 }, { "cosize", 1, 1 }, { "rank", 1, 1 }, { "depth", 1, 1 },
+  { "shape", 1, 1 }, { "stride", 1, 1 }, { "get", 2, 2 },
+  { "crd2idx", 3, 3 }, { "idx2crd", 2, 3 },
+  { "coalesce", 1, 2 }, { "filter", 1, 2 },
+  { "composition", 2, 2 }, { "complement", 1, 2 },
+  { "right_inverse", 1, 1 }, { "left_inverse", 1, 1 },
+  { "logical_divide", 2, 2 }, { "zipped_divide", 2, 2 }, { "tiled_divide", 2, 2 },
+  { "flat_divide", 2, 2 },
+  { "logical_product", 2, 2 }, { "zipped_product", 2, 2 }, { "tiled_product", 2, 2 },
+  { "flat_product", 2, 2 }, { "blocked_product", 2, 2 }, { "raked_product", 2, 2 },
+  { "shape_div", 2, 2 }, { "ceil_div", 2, 2 }, { "prefix_product", 1, 2 },
+  { "slice", 2, 2 }, { "swizzle", 4, 4 }, { "composed_layout", 2, 2 },
+  { "make_layout_left", 1, 1 }, { "make_layout_right", 1, 1 },
+  { "make_ordered_layout", 2, 2 }, { "make_identity_layout", 1, 1 },
+  { "append", 2, 3 }, { "prepend", 2, 3 }, { "group", 3, 3 }, { "flatten", 1, 1 },
+  { "select", 2, 2 }, { "max_common_layout", 2, 2 }, { "max_common_vector", 2, 2 },
+  { "tile_to_shape", 2, 3 }, { "local_tile", 3, 3 }, { "local_partition", 3, 3 },
+}) do def(d[1], d[2], d[3]) end
+
+for _, name in ipairs({ "congruent", "compatible", "weakly_congruent" }) do
+  M[name] = function(a, b)
+    local ok, r = pcall(call, name, 2, a, b)
+    if not ok then error(r, 2) end
+    return tonumber(r.node[0].a) ~= 0
+  end
+end
+
+function M.slice_and_offset(crd, L)
+  local ok, r = pcall(call, "slice_and_offset", 2, crd, L)
+  if not ok then error(r, 2) end
+  return result(r), tonumber(out2.node[0].a)
+end
+
+-- CuTe DSL spellings
+M.is_congruent, M.is_compatible, M.is_weakly_congruent = M.congruent, M.compatible, M.weakly_congruent
+M.group_modes = M.group
+M.slice_ = M.slice
+
+---------------------------------------------------------------------------
+-- constructors
+---------------------------------------------------------------------------
+-- Build a LAYOUT cute_value from shape and stride Lua trees.
+local function put_layout(cv, i, s, d, shape, stride)
+  if i >= MAXN then error("cute.make_layout: layout has more than 128 nodes", 0) end
+  local nd = cv.node[i]
+  if type(s) == "table" then
+    if type(d) ~= "table" or #d ~= #s then
+      error(("cute.make_layout: shape %s and stride %s are not congruent"):format(
+        describe(shape), describe(stride)), 0)
+    end
+    nd.kind = N_TUPLE; nd.a = #s; nd.b = 0
+    local j = i + 1
+    for k = 1, #s do j = put_layout(cv, j, s[k], d[k], shape, stride) end
+    cv.node[i].span = j - i
+    return j
+  end
+  if type(d) == "table" then
+    error(("cute.make_layout: shape %s and stride %s are not congruent"):format(
+      describe(shape), describe(stride)), 0)
+  end
+  local sv = int_of(s, "cute.make_layout: shape " .. describe(shape))
+  if sv <= 0 then
+    error(("cute.make_layout: shape %s has a non-positive extent %s"):format(describe(shape),
+      tostring(s)), 0)
+  end
+  nd.kind = N_INT; nd.span = 1; nd.a = sv
+  nd.b = int_of(d, "cute.make_layout: stride " .. describe(stride))
+  return i + 1
+end
+
+-- cute.make_layout(shape [, stride]): compact column-major when no stride.
+function M.make_layout(shape, stride)
+  if is_layout(shape) and stride == nil then return shape end
+  if stride == nil then
+    local ok, r = pcall(call, "make_layout_left", 1, shape)
+    if not ok then error((r:gsub("make_layout_left", "make_layout")), 2) end
+    return r
+  end
+  local L = value_t()
+  L.type = V_LAYOUT
+  local ok, n = pcall(put_layout, L, 0, shape, stride, shape, stride)
+  if not ok then error(n, 2) end
+  L.n = n
+  return L
+end
+
+function M.make_swizzle(b, m, s)
+  for _, v in ipairs({ b, m, s }) do
+    if type(v) ~= "number" or v % 1 ~= 0 then
+      error("cute.make_swizzle: B, M, S must be integers, got " .. tostring(v), 2)
+    end
+  end
+  if b < 0 or m < 0 then
+    error(("cute.make_swizzle: B=%d and M=%d must be non-negative"):format(b, m), 2)
+  end
+  if b > 0 and math.abs(s) < b then
+    error(("cute.make_swizzle: |S|=%d must be at least B=%d"):format(math.abs(s), b), 2)
+  end
+  local r = value_t()
+  r.type = V_SWIZZLE; r.n = 0; r.sw_b = b; r.sw_m = m; r.sw_s = s
+  return r
+end
+
+-- cute.make_composed_layout(swizzle, offset, layout): swizzle o offset o layout
+function M.make_composed_layout(sw, offset, L)
+  if not (is_value(sw) and sw.type == V_SWIZZLE) then
+    error("cute.make_composed_layout: first argument must be a swizzle (cute.make_swizzle), got " ..
+      describe(sw), 2)
+  end
+  if not is_layout(L) then
+    error("cute.make_composed_layout: third argument must be a layout, got " .. describe(L), 2)
+  end
+  int_of(offset, "cute.make_composed_layout: offset")
+  local r = value_t()
+  ffi.copy(r, L, HDR + L.n * NODE)
+  r.type = V_COMPOSED; r.sw_b = sw.sw_b; r.sw_m = sw.sw_m; r.sw_s = sw.sw_s; r.offset = offset
+  return r
+end
+
+---------------------------------------------------------------------------
+-- Layout objects: methods, call, tostring, ==
+---------------------------------------------------------------------------
+local methods = {}
+
+local function layout_call(L, c, ...)
+  local ty = L.type
+  if ty == V_SWIZZLE then
+    return M.swizzle(L.sw_b, L.sw_m, L.sw_s, c)
+  end
+  local nextra = select("#", ...)
+  if ty == V_LAYOUT and type(c) == "number" and nextra == 0 then
+    crdbuf[0] = c
+    if C.cute_layout_crd2idx(L, crdbuf, 1, i64out, cf.err) ~= 0 then cf.raise(2) end
+    return tonumber(i64out[0])
+  end
+  if ty == V_LAYOUT and nextra > 0 then
+    -- L(i, j, k): one integer per top-level mode
+    local n = nextra + 1
+    if n > 64 then error("layout call: too many coordinates", 2) end
+    crdbuf[0] = c
+    for k = 1, nextra do crdbuf[k] = (select(k, ...)) end
+    if C.cute_layout_crd2idx(L, crdbuf, n, i64out, cf.err) ~= 0 then cf.raise(2) end
+    return tonumber(i64out[0])
+  end
+  if ty == V_COMPOSED then
+    local ok, r = pcall(call, "composed_layout", 2, L, c)
+    if not ok then error(r, 2) end
+    return tonumber(r.node[0].a)
+  end
+  if ty ~= V_LAYOUT then error("cute: " .. describe(L) .. " is not callable", 2) end
+  -- hierarchical coordinate: crd2idx(crd, shape, stride)
+  local ok, r = pcall(call, "crd2idx", 3, c, tree_of(L, 0, "a"), tree_of(L, 0, "b"))
+  if not ok then error(r, 2) end
+  return tonumber(r.node[0].a)
+end
+
+local function layout_eq(a, b)
+  if not (is_value(a) and is_value(b)) then return false end
+  if a.type ~= b.type or a.n ~= b.n or a.sw_b ~= b.sw_b or a.sw_m ~= b.sw_m or a.sw_s ~= b.sw_s
+    or a.offset ~= b.offset then
+    return false
+  end
+  for i = 0, a.n - 1 do
+    local x, y = a.node[i], b.node[i]
+    if x.kind ~= y.kind or x.span ~= y.span or x.a ~= y.a or x.b ~= y.b then return false end
+  end
+  return true
+end
+
+function methods.shape(L) return M.shape(L) end
+function methods.stride(L) return M.stride(L) end
+function methods.size(L) return M.size(L) end
+function methods.cosize(L) return M.cosize(L) end
+function methods.rank(L) return M.rank(L) end
+function methods.depth(L) return M.depth(L) end
+function methods.get(L, i) return M.get(L, i) end
+function methods.kind(L)
+  local ty = L.type
+  return ty == V_LAYOUT and "Layout" or ty == V_COMPOSED and "ComposedLayout"
+    or ty == V_SWIZZLE and "Swizzle" or "value"
+end
+
+ffi.metatype(value_t, {
+  __index = function(L, k)
+    local m = methods[k]
+    if m then return m end
+    return nil
+  end,
+  __call = layout_call,
+  __tostring = format_cv,
+  __eq = layout_eq,
+})
+
+---------------------------------------------------------------------------
+-- print_layout: CuTe's 2-D table of a rank-2 layout
+---------------------------------------------------------------------------
+function M.format_layout(L)
+  if not is_value(L) or (L.type ~= V_LAYOUT and L.type ~= V_COMPOSED) then
+    error("cute.print_layout: expected a layout, got " .. describe(L), 2)
+  end
+  local base = L
+  if L.type == V_COMPOSED then
+    base = value_t(); ffi.copy(base, L, HDR + L.n * NODE); base.type = V_LAYOUT
+  end
+  local r = M.rank(base)
+  if r ~= 2 then
+    error(("cute.print_layout: layout %s has rank %d; print_layout needs rank 2"):format(
+      describe(L), r), 2)
+  end
+  local m, n = M.size(M.get(base, 0)), M.size(M.get(base, 1))
+  -- cell width as CuTe's print_layout: digits of cosize, plus padding
+  local w = #tostring(math.abs(M.cosize(base))) + 2
+  local out = { format_cv(L) }
+  local hdr = { "    " }
+  for j = 0, n - 1 do hdr[#hdr + 1] = ("  %" .. (w - 2) .. "d "):format(j) end
+  out[#out + 1] = table.concat(hdr)
+  local sep = "    " .. string.rep("+" .. string.rep("-", w), n) .. "+"
+  for i = 0, m - 1 do
+    out[#out + 1] = sep
+    local row = { ("%2d  "):format(i) }
+    for j = 0, n - 1 do row[#row + 1] = ("| %" .. (w - 2) .. "d "):format(L({ i, j })) end
+    row[#row + 1] = "|"
+    out[#out + 1] = table.concat(row)
+  end
+  out[#out + 1] = sep
+  return table.concat(out, "\n")
+end
+
+function M.print_layout(L)
+  local ok, s = pcall(M.format_layout, L)
+  if not ok then error(s, 2) end
+  io.write(s, "\n")
+end
+
+M.value_t = value_t
+return M

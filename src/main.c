@@ -1,0 +1,320 @@
+/* main.c -- the cuteluajit program: a LuaJIT with `cute` built in.
+ *
+ *   cuteluajit script.lua [args]   run a script (`arg` as in luajit)
+ *   cuteluajit -e 'code' [...]     run code (several -e allowed)
+ *   cuteluajit -i [script]         REPL (after the script, if any)
+ *   cuteluajit                     REPL when stdin is a terminal, else run stdin
+ *
+ * The REPL uses GNU readline when libreadline.so.8 can be dlopen'ed (line
+ * editing, history in ~/.cuteluajit_history) and plain stdin otherwise.
+ * Expression results are printed through cute.repl.format (layouts in CuTe
+ * notation); incomplete statements continue on the next line; `:help`.
+ */
+#include "cute_lua.h"
+
+#include <lua.h>
+#include <lauxlib.h>
+#include <lualib.h>
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static lua_State *gL;
+
+/* ---- Ctrl-C while Lua runs: stop at the next hook, like lua.c ------------- */
+static void stop_hook(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  lua_sethook(L, NULL, 0, 0);
+  luaL_error(L, "interrupted!");
+}
+
+static void on_sigint(int sig) {
+  signal(sig, SIG_DFL);
+  lua_sethook(gL, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+}
+
+static int traceback(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (!msg) {
+    if (luaL_callmeta(L, 1, "__tostring") && lua_isstring(L, -1)) return 1;
+    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  }
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+static int docall(lua_State *L, int narg, int nres) {
+  int base = lua_gettop(L) - narg;
+  lua_pushcfunction(L, traceback);
+  lua_insert(L, base);
+  signal(SIGINT, on_sigint);
+  int status = lua_pcall(L, narg, nres, base);
+  signal(SIGINT, SIG_DFL);
+  lua_remove(L, base);
+  return status;
+}
+
+static int report(lua_State *L, int status) {
+  if (status && !lua_isnil(L, -1)) {
+    const char *msg = lua_tostring(L, -1);
+    fprintf(stderr, "cuteluajit: %s\n", msg ? msg : "(error object is not a string)");
+    fflush(stderr);
+    lua_pop(L, 1);
+  }
+  return status;
+}
+
+/* ---- setup ------------------------------------------------------------------- */
+/* package.path gets <exe dir>/../lua first (build/ and dist/bin/ both work). */
+static void set_paths(lua_State *L, const char *argv0) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return;
+  exe[n] = 0;
+  char *slash = strrchr(exe, '/');
+  if (!slash) return;
+  *slash = 0;
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "path");
+  lua_pushfstring(L, "%s/../lua/?.lua;%s/../lua/?/init.lua;%s/../share/lua/5.1/?.lua;"
+                     "%s/../share/lua/5.1/?/init.lua;%s",
+                  exe, exe, exe, exe, lua_tostring(L, -1));
+  lua_setfield(L, -3, "path");
+  lua_pop(L, 1);
+  lua_getfield(L, -1, "cpath");
+  lua_pushfstring(L, "%s/../lib/lua/5.1/?.so;%s", exe, lua_tostring(L, -1));
+  lua_setfield(L, -3, "cpath");
+  lua_pop(L, 2);
+  lua_pushstring(L, exe);
+  lua_setglobal(L, "_CUTE_BINDIR");
+  (void)argv0;
+}
+
+static void make_arg(lua_State *L, char **argv, int argc, int script) {
+  lua_createtable(L, argc - script, script + 1);
+  for (int i = 0; i < argc; i++) {
+    lua_pushstring(L, argv[i]);
+    lua_rawseti(L, -2, i - script);
+  }
+  lua_setglobal(L, "arg");
+}
+
+static int load_cute(lua_State *L) {
+  lua_pushcfunction(L, luaopen_cute);
+  int st = docall(L, 0, 1);
+  if (st) return report(L, st);
+  lua_setglobal(L, "cute");
+  return 0;
+}
+
+/* ---- REPL -------------------------------------------------------------------- */
+typedef char *(*readline_fn)(const char *);
+typedef void (*add_history_fn)(const char *);
+typedef int (*history_file_fn)(const char *);
+static readline_fn rl_readline;
+static add_history_fn rl_add_history;
+static history_file_fn rl_read_history, rl_write_history;
+
+static void load_readline(void) {
+  if (getenv("CUTE_NO_READLINE")) return;
+  const char *names[] = {"libreadline.so.8", "libreadline.so", "libedit.so.2", NULL};
+  for (int i = 0; names[i]; i++) {
+    void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!h) continue;
+    rl_readline = (readline_fn)dlsym(h, "readline");
+    rl_add_history = (add_history_fn)dlsym(h, "add_history");
+    rl_read_history = (history_file_fn)dlsym(h, "read_history");
+    rl_write_history = (history_file_fn)dlsym(h, "write_history");
+    if (rl_readline) return;
+  }
+}
+
+static char *read_line(const char *prompt) {
+  if (rl_readline) return rl_readline(prompt);
+  fputs(prompt, stdout);
+  fflush(stdout);
+  size_t cap = 256, len = 0;
+  char *buf = malloc(cap);
+  if (!buf) return NULL;
+  int c;
+  while ((c = getchar()) != EOF && c != '\n') {
+    if (len + 1 >= cap) {
+      char *nb = realloc(buf, cap *= 2);
+      if (!nb) { free(buf); return NULL; }
+      buf = nb;
+    }
+    buf[len++] = (char)c;
+  }
+  if (c == EOF && len == 0) { free(buf); return NULL; }
+  buf[len] = 0;
+  return buf;
+}
+
+/* Does the error say the chunk ended too early (so read another line)? */
+static int incomplete(lua_State *L, int status) {
+  if (status != LUA_ERRSYNTAX) return 0;
+  size_t lmsg;
+  const char *msg = lua_tolstring(L, -1, &lmsg);
+  const char *eof = "'<eof>'";
+  size_t le = strlen(eof);
+  return lmsg >= le && strcmp(msg + lmsg - le, eof) == 0;
+}
+
+static void repl_help(void) {
+  puts("cuteluajit REPL: Lua (LuaJIT 2.1) with `cute` loaded.\n"
+       "  Type a statement or an expression; expression values are printed\n"
+       "  (layouts in CuTe notation). Unfinished statements continue on the next line.\n"
+       "  :help          this text\n"
+       "  :quit  (or Ctrl-D)  leave\n"
+       "  Ctrl-C         interrupt running code\n"
+       "Try:\n"
+       "  L = cute.make_layout({4, {2, 3}})\n"
+       "  L(5)  cute.size(L)  cute.coalesce(L)\n"
+       "  cute.print_layout(cute.make_layout({4, 8}, {8, 1}))\n"
+       "  cute.logical_divide(cute.make_layout(24), cute.make_layout(4, 2))");
+}
+
+/* Print the values left on the stack (from index base+1) via cute.repl.format */
+static void print_results(lua_State *L, int base) {
+  int n = lua_gettop(L) - base;
+  if (n <= 0) return;
+  lua_getglobal(L, "require");
+  lua_pushstring(L, "cute.repl");
+  if (lua_pcall(L, 1, 1, 0) != 0) { report(L, 1); lua_settop(L, base); return; }
+  lua_getfield(L, -1, "format_all");
+  lua_remove(L, -2);
+  lua_insert(L, base + 1);
+  if (docall(L, n, 1) != 0) { report(L, 1); lua_settop(L, base); return; }
+  puts(lua_tostring(L, -1) ? lua_tostring(L, -1) : "");
+  lua_settop(L, base);
+}
+
+static void repl(lua_State *L) {
+  load_readline();
+  char hist[PATH_MAX] = "";
+  const char *home = getenv("HOME");
+  if (home && rl_read_history) {
+    snprintf(hist, sizeof hist, "%s/.cuteluajit_history", home);
+    rl_read_history(hist);
+  }
+  if (isatty(0)) printf("%s -- LuaJIT 2.1 with cute. :help for help, Ctrl-D to quit.\n", cute_version());
+  for (;;) {
+    char *line = read_line("cute> ");
+    if (!line) break;
+    if (strcmp(line, ":quit") == 0 || strcmp(line, ":q") == 0) { free(line); break; }
+    if (strcmp(line, ":help") == 0 || strcmp(line, ":h") == 0) {
+      repl_help();
+      if (rl_add_history) rl_add_history(line);
+      free(line);
+      continue;
+    }
+    if (line[strspn(line, " \t")] == 0) { free(line); continue; }
+    /* accumulate a chunk */
+    luaL_Buffer b;
+    int base = lua_gettop(L);
+    lua_pushstring(L, line);
+    free(line);
+    int status;
+    for (;;) {
+      const char *code = lua_tostring(L, base + 1);
+      /* first as an expression */
+      lua_pushfstring(L, "return %s", code);
+      status = luaL_loadbuffer(L, lua_tostring(L, -1), lua_objlen(L, -1), "=stdin");
+      lua_remove(L, -2);
+      if (status == 0) break;
+      lua_pop(L, 1);
+      status = luaL_loadbuffer(L, code, lua_objlen(L, base + 1), "=stdin");
+      if (!incomplete(L, status)) break;
+      lua_pop(L, 1);
+      char *more = read_line(">> ");
+      if (!more) { status = -1; break; }
+      luaL_buffinit(L, &b);
+      lua_pushvalue(L, base + 1);
+      luaL_addvalue(&b);
+      luaL_addchar(&b, '\n');
+      luaL_addstring(&b, more);
+      free(more);
+      luaL_pushresult(&b);
+      lua_replace(L, base + 1);
+    }
+    if (rl_add_history) rl_add_history(lua_tostring(L, base + 1));
+    if (status == -1) { lua_settop(L, base); break; }
+    lua_remove(L, base + 1); /* the source text */
+    if (status == 0) status = docall(L, 0, LUA_MULTRET);
+    if (status == 0) print_results(L, base);
+    else report(L, status);
+    lua_settop(L, base);
+  }
+  if (hist[0] && rl_write_history) rl_write_history(hist);
+  if (isatty(0)) putchar('\n');
+}
+
+static void usage(void) {
+  fputs("usage: cuteluajit [options] [script [args]]\n"
+        "  -e code   run code\n"
+        "  -i        interactive REPL after the script/code\n"
+        "  -v        print the version\n"
+        "  -         run standard input\n"
+        "With no script and a terminal on stdin, starts the REPL.\n", stderr);
+}
+
+int main(int argc, char **argv) {
+  lua_State *L = luaL_newstate();
+  if (!L) { fputs("cuteluajit: cannot create Lua state\n", stderr); return 1; }
+  gL = L;
+  luaL_openlibs(L);
+  set_paths(L, argv[0]);
+  cute_lua_install_searcher(L);
+
+  int interactive = 0, ran = 0, i = 1, status = 0;
+  for (; i < argc; i++) {
+    const char *a = argv[i];
+    if (a[0] != '-' || strcmp(a, "-") == 0) break;
+    if (strcmp(a, "--") == 0) { i++; break; }
+    if (strcmp(a, "-i") == 0) interactive = 1;
+    else if (strcmp(a, "-v") == 0) { printf("%s\n", cute_version()); ran = 1; }
+    else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { usage(); return 0; }
+    else if (strcmp(a, "-e") == 0) {
+      if (++i >= argc) { usage(); return 1; }
+      if (!ran && load_cute(L)) return 1;
+      ran = 1;
+      make_arg(L, argv, argc, 0);
+      status = luaL_loadbuffer(L, argv[i], strlen(argv[i]), "=(command line)");
+      if (status == 0) status = docall(L, 0, 0);
+      if (report(L, status)) { lua_close(L); return 1; }
+    } else { usage(); return 1; }
+  }
+  if (i < argc) {
+    make_arg(L, argv, argc, i);
+    if (!ran && load_cute(L)) return 1;
+    ran = 1;
+    const char *fname = strcmp(argv[i], "-") == 0 ? NULL : argv[i];
+    status = luaL_loadfile(L, fname);
+    if (status == 0) {
+      int nargs = argc - i - 1;
+      luaL_checkstack(L, nargs, "too many arguments");
+      for (int k = i + 1; k < argc; k++) lua_pushstring(L, argv[k]);
+      status = docall(L, nargs, 0);
+    }
+    if (report(L, status)) { lua_close(L); return 1; }
+  }
+  if (interactive || !ran) {
+    if (!ran && load_cute(L)) return 1;
+    if (interactive || isatty(0)) {
+      make_arg(L, argv, argc, 0);
+      repl(L);
+    } else {
+      make_arg(L, argv, argc, 0);
+      status = luaL_loadfile(L, NULL);
+      if (status == 0) status = docall(L, 0, 0);
+      if (report(L, status)) { lua_close(L); return 1; }
+    }
+  }
+  lua_close(L);
+  return 0;
+}

@@ -1,0 +1,53 @@
+#!/bin/sh
+# Runs every test suite and ends with one line "N passed, N failed, N skipped".
+#   busted specs (spec/) under build/cuteluajit
+#   the same specs under the ASan+UBSan build (build/asan/cuteluajit)
+#   the C API test (build/test_capi), the embedding example (build/embed)
+#   a short fuzz run
+# TEST_ONLY=asan runs only the sanitizer suite.
+B=build
+P=0; F=0; S=0
+log=$(mktemp); trap 'rm -f "$log"' EXIT
+
+count_busted() { # $1 = label, rest = command
+  label=$1; shift
+  echo "== $label: $*"
+  "$@" > "$log" 2>&1; rc=$?
+  cat "$log"
+  line=$(grep -E '^[0-9]+ success(es)? / [0-9]+ failures? / [0-9]+ errors? / [0-9]+ pending' "$log" | tail -1)
+  if [ -z "$line" ]; then
+    echo "== $label: no busted summary (exit $rc): counted as 1 failure"; F=$((F + 1)); return
+  fi
+  set -- $(echo "$line" | sed -E 's/^([0-9]+)[^/]*\/ ([0-9]+)[^/]*\/ ([0-9]+)[^/]*\/ ([0-9]+).*/\1 \2 \3 \4/')
+  P=$((P + $1)); F=$((F + $2 + $3)); S=$((S + $4))
+  [ "$rc" -ne 0 ] && [ $(($2 + $3)) -eq 0 ] && { echo "== $label: exit $rc"; F=$((F + 1)); }
+}
+
+count_plain() { # programs printing their own "N passed, N failed" last line
+  label=$1; shift
+  echo "== $label: $*"
+  "$@" > "$log" 2>&1; rc=$?
+  cat "$log"
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+  if [ -z "$line" ]; then
+    echo "== $label: no summary (exit $rc): counted as 1 failure"; F=$((F + 1)); return
+  fi
+  set -- $(echo "$line" | sed -E 's/^([0-9]+) passed, ([0-9]+) failed(, ([0-9]+) skipped)?.*/\1 \2 \3/')
+  P=$((P + $1)); F=$((F + $2)); S=$((S + ${3:-0}))
+  [ "$rc" -ne 0 ] && [ "$2" -eq 0 ] && { echo "== $label: exit $rc"; F=$((F + 1)); }
+}
+
+BUSTED="/usr/bin/busted -o plainTerminal"
+if [ "${TEST_ONLY:-}" != asan ]; then
+  count_busted "specs" $B/cuteluajit $BUSTED spec
+  count_plain "C API" $B/test_capi "${ORACLE:-../shared/oracle/layout_public.jsonl}"
+  count_plain "embed example" $B/embed
+fi
+# Sanitizers: our C code instrumented (LuaJIT itself is not).
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  count_busted "specs under ASan+UBSan" $B/asan/cuteluajit $BUSTED --exclude-tags=slow,gpu spec
+if [ -f tools/fuzz.lua ]; then
+  FUZZ_SECONDS=${FUZZ_SECONDS:-20} count_plain "fuzz (ASan)" $B/asan/cuteluajit tools/fuzz.lua
+fi
+echo "$P passed, $F failed, $S skipped"
+[ "$F" -eq 0 ]
