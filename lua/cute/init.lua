@@ -1,23 +1,93 @@
 -- cute: the public Lua API of cuteluajit.   local cute = require("cute")
 --
--- Submodules (each also usable alone):
---   cute.layout   CuTe layout algebra (make_layout, composition, divides, ...)
---   cute.repl     REPL helpers (value formatting)
+-- Submodules (each usable alone):
+--   cute.layout   CuTe layout algebra on the C core (make_layout, composition, divides...)
+--   cute.runtime  CUDA driver runtime: devices, tensors, streams, events
+--   cute.trace    tracing: traced values, cute.range, cute.if_then, cute.var
+--   cute.tensor   kernel-side tensors (pointer + layout), copies, fragments
+--   cute.arch     GPU operations inside kernels (cute.arch.*, cute.math.*)
+--   cute.kernel   kernels: specialisation cache, compile, launch
+--   cute.repl     REPL helpers
 local ffi = require("ffi")
 local cf = require("cute.ffi")
 
 local cute = {}
 
-local function merge(mod)
+local function merge(mod, names)
   for k, v in pairs(mod) do
-    if cute[k] ~= nil and cute[k] ~= v then
-      error("cute: name clash on cute." .. k .. " while loading the API", 0)
+    if names == nil or names[k] then
+      if cute[k] ~= nil and cute[k] ~= v then
+        error("cute: name clash on cute." .. k .. " while loading the API", 0)
+      end
+      cute[k] = v
     end
-    cute[k] = v
   end
 end
 
-merge(require("cute.layout"))
+local layout = require("cute.layout")
+local trace = require("cute.trace")
+local tensor = require("cute.tensor")
+local arch = require("cute.arch")
+local kernel = require("cute.kernel")
+local runtime = require("cute.runtime")
+
+merge(layout)
+merge(runtime)
+
+-- tracing and control flow
+cute.range = trace.range
+cute.range_constexpr = trace.range_constexpr
+cute.if_then = trace.if_then
+cute.while_ = trace.while_
+cute.where = trace.select
+cute.var = trace.var
+cute.return_ = trace.return_
+
+-- kernels, typed scalars
+cute.kernel = kernel.kernel
+cute.tensor_spec = kernel.tensor_spec
+cute.dynamic = kernel.dynamic
+for _, n in ipairs({ "Int8", "Int16", "Int32", "Int64", "Uint8", "Uint16", "Uint32", "Uint64",
+  "Float16", "BFloat16", "Float32", "Float64", "Boolean" }) do cute[n] = kernel[n] end
+
+-- GPU operations
+cute.arch = arch.arch
+cute.math = arch.math
+for _, n in ipairs({ "min", "max", "div", "rem", "band", "bor", "bxor", "bnot", "lshift", "rshift",
+  "lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "and_", "or_", "printf", "assert_" }) do
+  cute[n] = arch[n]
+end
+
+-- kernel-side tensors
+cute.make_tensor = tensor.make_tensor
+cute.make_fragment = tensor.make_fragment
+cute.make_fragment_like = tensor.make_fragment_like
+cute.make_shared_tensor = tensor.make_shared_tensor
+cute.make_dynamic_shared_tensor = tensor.make_dynamic_shared_tensor
+cute.copy = tensor.copy
+cute.is_tensor = tensor.is_tensor
+
+-- ops that take a layout or a kernel-side tensor
+local function dual(name, tfn)
+  local lfn = layout[name]
+  cute[name] = function(x, ...)
+    if tensor.is_tensor(x) then return tfn(x, ...) end
+    return lfn(x, ...)
+  end
+end
+dual("local_tile", tensor.local_tile)
+dual("local_partition", tensor.local_partition)
+dual("zipped_divide", tensor.zipped_divide)
+dual("logical_divide", tensor.logical_divide)
+dual("tiled_divide", tensor.tiled_divide)
+dual("flat_divide", tensor.flat_divide)
+dual("size", function(t, mode)
+  if mode ~= nil then
+    local s = t.layout.shape
+    return tensor.tsize(type(s) == "table" and s[mode + 1] or s)
+  end
+  return t:size()
+end)
 
 cute.version = ffi.string(cf.C.cute_version())
 

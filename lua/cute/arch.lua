@@ -1,0 +1,302 @@
+-- cute.arch and friends: GPU operations available inside kernels.
+--   cute.arch.thread_idx() -> x, y, z    (also block_idx, block_dim, grid_dim)
+--   cute.arch.lane_idx(), warp_idx(), sync_threads(), barrier(id, n), ...
+--   cute.math.exp(x [, fast]) ..., cute.printf(fmt, ...), cute.div, cute.min, ...
+local ffi = require("ffi")
+local cf = require("cute.ffi")
+local C = cf.C
+local tr = require("cute.trace")
+local ten = require("cute.tensor")
+
+local T = tr.T
+local is_value, fail, setloc, mk, lift = tr.is_value, tr.fail, tr.setloc, tr.mk, tr.lift
+local OP = tr.OP
+
+local arch = {}
+local M = { arch = arch }
+
+local function S()
+  tr.need_trace("this cute.arch operation")
+  tr.pending_check()
+  return tr.state()
+end
+
+local function sreg(r, div)
+  local s = S()
+  setloc()
+  return mk(C.cute_ir_sreg(s.ir, r), T.I32, div)
+end
+
+local function sreg3(base)
+  return function()
+    return sreg(base), sreg(base + 1), sreg(base + 2)
+  end
+end
+arch.thread_idx = sreg3(C.CUTE_SREG_TID_X)
+arch.block_idx = sreg3(C.CUTE_SREG_CTAID_X)
+arch.block_dim = sreg3(C.CUTE_SREG_NTID_X)
+arch.grid_dim = sreg3(C.CUTE_SREG_NCTAID_X)
+function arch.lane_idx() return sreg(C.CUTE_SREG_LANEID) end
+-- warp index within the block (tid.x / 32 for 1-D blocks; linearised otherwise)
+function arch.warp_idx()
+  local x, y, z = arch.thread_idx()
+  local nx, ny = sreg(C.CUTE_SREG_NTID_X), sreg(C.CUTE_SREG_NTID_Y)
+  local lin = x + nx * (y + ny * z)
+  return tr.binop(OP.DIV, lin, 32)
+end
+function arch.smid() return sreg(C.CUTE_SREG_SMID) end
+function arch.clock64()
+  local s = S(); setloc()
+  return mk(C.cute_ir_sreg(s.ir, C.CUTE_SREG_CLOCK64), T.I64)
+end
+function arch.globaltimer()
+  local s = S(); setloc()
+  return mk(C.cute_ir_sreg(s.ir, C.CUTE_SREG_GLOBALTIMER), T.I64)
+end
+
+local function chk(ref)
+  if ref == 0 and C.cute_ir_status(tr.state().ir, nil) ~= 0 then tr.ir_fail() end
+end
+
+function arch.sync_threads()
+  local s = S(); setloc()
+  chk(C.cute_ir_barrier(s.ir, 0, 0))
+end
+-- named barrier: barrier(id, nthreads)
+function arch.barrier(id, n)
+  local s = S(); setloc()
+  if type(id) ~= "number" or (n ~= nil and type(n) ~= "number") then
+    fail("cute.arch.barrier(id, nthreads): id and nthreads must be Lua numbers")
+  end
+  chk(C.cute_ir_barrier(s.ir, id, n or 0))
+end
+local scopes = { cta = C.CUTE_SCOPE_CTA, gpu = C.CUTE_SCOPE_GPU, sys = C.CUTE_SCOPE_SYS }
+local function scope_of(x, what)
+  local sc = scopes[x or "gpu"]
+  if not sc then fail(("%s: scope must be 'cta', 'gpu' or 'sys', got %s"):format(what, tostring(x))) end
+  return sc
+end
+function arch.fence(scope)
+  local s = S(); setloc()
+  chk(C.cute_ir_fence(s.ir, scope_of(scope, "cute.arch.fence")))
+end
+function arch.fence_cta() return arch.fence("cta") end
+function arch.fence_gpu() return arch.fence("gpu") end
+function arch.fence_sys() return arch.fence("sys") end
+
+-- warp shuffles: shuffle_sync(v, lane [, mask [, width]]) etc.
+local FULL = 0xffffffff
+local function shfl(mode)
+  return function(v, lane, mask, width)
+    local s = S()
+    local val = lift(v)
+    local ln = lift(lane, T.I32)
+    local mk_ = lift(mask or -1, T.I32)
+    setloc()
+    return mk(C.cute_ir_shfl(s.ir, mode, val.ref, ln.ref, mk_.ref, width or 32), val.t)
+  end
+end
+arch.shuffle_sync = shfl(C.CUTE_SHFL_IDX)
+arch.shuffle_sync_up = shfl(C.CUTE_SHFL_UP)
+arch.shuffle_sync_down = shfl(C.CUTE_SHFL_DOWN)
+arch.shuffle_sync_bfly = shfl(C.CUTE_SHFL_BFLY)
+
+local function vote(mode, rt)
+  return function(pred, mask)
+    local s = S()
+    local c = tr.condition(pred, "vote")
+    if type(c) == "boolean" then c = tr.const(T.I1, c and 1 or 0) end
+    local m = lift(mask or -1, T.I32)
+    setloc()
+    return mk(C.cute_ir_vote(s.ir, mode, m.ref, c.ref), rt)
+  end
+end
+arch.vote_all_sync = vote(C.CUTE_VOTE_ALL, T.I1)
+arch.vote_any_sync = vote(C.CUTE_VOTE_ANY, T.I1)
+arch.vote_uni_sync = vote(C.CUTE_VOTE_UNI, T.I1)
+arch.vote_ballot_sync = vote(C.CUTE_VOTE_BALLOT, T.U32)
+
+-- atomics on a tensor element: atomic_add(T, crd, v [, scope]) -> old value
+local function target_ptr(Tn, crd, what)
+  if not ten.is_tensor(Tn) then fail(what .. "(tensor, coordinate, value): first argument must be a tensor") end
+  return Tn:ptr_at(crd)
+end
+local function atom(aop, name)
+  return function(Tn, crd, v, scope)
+    local s = S()
+    local p = target_ptr(Tn, crd, "cute.arch." .. name)
+    local val = lift(v, Tn.elem)
+    if val.t ~= Tn.elem then val = tr.cvt(val, Tn.elem) end
+    setloc()
+    return mk(C.cute_ir_atom(s.ir, aop, p.ref, val.ref, scope_of(scope, "cute.arch." .. name)), Tn.elem)
+  end
+end
+arch.atomic_add = atom(C.CUTE_ATOM_ADD, "atomic_add")
+arch.atomic_min = atom(C.CUTE_ATOM_MIN, "atomic_min")
+arch.atomic_max = atom(C.CUTE_ATOM_MAX, "atomic_max")
+arch.atomic_and = atom(C.CUTE_ATOM_AND, "atomic_and")
+arch.atomic_or = atom(C.CUTE_ATOM_OR, "atomic_or")
+arch.atomic_xor = atom(C.CUTE_ATOM_XOR, "atomic_xor")
+arch.atomic_exch = atom(C.CUTE_ATOM_EXCH, "atomic_exch")
+function arch.atomic_cas(Tn, crd, cmp, v, scope)
+  local s = S()
+  local p = target_ptr(Tn, crd, "cute.arch.atomic_cas")
+  local c, val = lift(cmp, Tn.elem), lift(v, Tn.elem)
+  setloc()
+  return mk(C.cute_ir_cas(s.ir, p.ref, c.ref, val.ref, scope_of(scope, "cute.arch.atomic_cas")), Tn.elem)
+end
+
+function arch.trap()
+  local s = S(); setloc()
+  chk(C.cute_ir_op(s.ir, C.CUTE_IR_TRAP, 0, 0, nil, 0, 0))
+end
+function arch.exit() return tr.return_() end
+
+-- inline PTX: cute.arch.asm(result_dtype_or_nil, "ptx $0, $1;", "=r,r", args...)
+function arch.asm(rtype, ptx, constraints, ...)
+  local s = S()
+  local t = rtype and (type(rtype) == "table" and tr.dtype_ir[rtype.name] or rtype) or 1
+  local n = select("#", ...)
+  local refs = ffi.new("int32_t[?]", math.max(n, 1))
+  for i = 1, n do refs[i - 1] = lift((select(i, ...))).ref end
+  setloc()
+  local r = C.cute_ir_asm(s.ir, t, ptx, constraints, n, refs)
+  if rtype then return mk(r, t) end
+  chk(r)
+end
+
+---------------------------------------------------------------------------
+-- math and helpers (cute.math.*, cute.*)
+---------------------------------------------------------------------------
+local math_ = {}
+M.math = math_
+local function float_of(x)
+  local v = lift(x, T.F32)
+  local info = tr.tinfo[v.t]
+  if not (info and info.float) then v = tr.cvt(v, T.F32) end
+  return v
+end
+for name, op in pairs({ sqrt = OP.SQRT, rsqrt = OP.RSQRT, rcp = OP.RCP, exp = OP.EXP, exp2 = OP.EXP2,
+  log = OP.LOG, log2 = OP.LOG2, sin = OP.SIN, cos = OP.COS, tanh = OP.TANH, erf = OP.ERF }) do
+  math_[name] = function(x, fast)
+    if type(x) == "number" and not tr.active() then return math[name] and math[name](x) end
+    local s = S()
+    local v = float_of(x)
+    setloc()
+    return mk(C.cute_ir_math(s.ir, op, v.ref, fast and 1 or 0), v.t)
+  end
+end
+for name, op in pairs({ floor = OP.FLOOR, ceil = OP.CEIL, trunc = OP.TRUNC, round = OP.ROUND }) do
+  math_[name] = function(x)
+    local s = S()
+    local v = float_of(x)
+    setloc()
+    return mk(C.cute_ir_op1(s.ir, op, v.ref), v.t)
+  end
+end
+function math_.pow(a, b, fast)
+  local s = S()
+  local x, y = tr.unify(float_of(a), float_of(b))
+  setloc()
+  local args = ffi.new("int32_t[2]", x.ref, y.ref)
+  return mk(C.cute_ir_op(s.ir, OP.POW, 0, 2, args, fast and 1 or 0, 0), x.t)
+end
+function math_.fma(a, b, c)
+  local s = S()
+  local x, y = tr.unify(a, b)
+  local _, z = tr.unify(x, c)
+  if z.t ~= x.t then x, y = tr.cvt(x, z.t), tr.cvt(y, z.t) end
+  setloc()
+  return mk(C.cute_ir_op3(s.ir, OP.FMA, x.ref, y.ref, z.ref), x.t)
+end
+function math_.abs(a) S(); return tr.unop(OP.ABS, a) end
+function math_.popc(a) S(); return tr.unop(OP.POPC, a) end
+function math_.clz(a) S(); return tr.unop(OP.CLZ, a) end
+function math_.brev(a) S(); return tr.unop(OP.BREV, a) end
+function math_.isnan(a)
+  local s = S(); local v = float_of(a); setloc()
+  return mk(C.cute_ir_op1(s.ir, OP.ISNAN, v.ref), T.I1)
+end
+
+local function minmax(op, lua_f)
+  return function(a, b, ...)
+    if select("#", ...) > 0 then return minmax(op, lua_f)(minmax(op, lua_f)(a, b), ...) end
+    if type(a) == "number" and type(b) == "number" then return lua_f(a, b) end
+    S()
+    return tr.binop(op, a, b)
+  end
+end
+M.min = minmax(OP.MIN, math.min)
+M.max = minmax(OP.MAX, math.max)
+math_.min, math_.max = M.min, M.max
+
+-- truncating integer division and remainder
+function M.div(a, b)
+  if type(a) == "number" and type(b) == "number" then
+    local q = a / b
+    return q >= 0 and math.floor(q) or math.ceil(q)
+  end
+  S()
+  return tr.binop(OP.DIV, a, b)
+end
+function M.rem(a, b)
+  if type(a) == "number" and type(b) == "number" then return math.fmod(a, b) end
+  S()
+  return tr.binop(OP.REM, a, b)
+end
+function M.ceil_div_(a, b) return M.div(a + (b - 1), b) end
+
+-- bitwise
+for name, op in pairs({ band = OP.AND, bor = OP.OR, bxor = OP.XOR, lshift = OP.SHL, rshift = OP.SHR }) do
+  M[name] = function(a, b)
+    if type(a) == "number" and type(b) == "number" then return bit[name](a, b) end
+    S()
+    return tr.binop(op, a, b)
+  end
+end
+function M.bnot(a) S(); return tr.unop(OP.NOT, a) end
+
+-- comparisons that return traced booleans (keep them in variables)
+for name, op in pairs({ lt = OP.LT, le = OP.LE, gt = OP.GT, ge = OP.GE, eq = OP.EQ, ne = OP.NE }) do
+  M[name] = function(a, b) S(); return tr.cmp_value(op, a, b) end
+end
+function M.logical_and(a, b)
+  S()
+  local x, y = tr.condition(a), tr.condition(b)
+  if type(x) == "boolean" then x = tr.const(T.I1, x and 1 or 0) end
+  if type(y) == "boolean" then y = tr.const(T.I1, y and 1 or 0) end
+  return tr.binop(OP.AND, x, y)
+end
+function M.logical_or(a, b)
+  S()
+  local x, y = tr.condition(a), tr.condition(b)
+  if type(x) == "boolean" then x = tr.const(T.I1, x and 1 or 0) end
+  if type(y) == "boolean" then y = tr.const(T.I1, y and 1 or 0) end
+  return tr.binop(OP.OR, x, y)
+end
+M.and_, M.or_ = M.logical_and, M.logical_or
+
+-- device printf (vprintf): cute.printf("x=%d y=%f\n", x, y)
+function M.printf(fmt, ...)
+  local s = S()
+  if type(fmt) ~= "string" then fail("cute.printf: the format must be a Lua string") end
+  local n = select("#", ...)
+  local refs = ffi.new("int32_t[?]", math.max(n, 1))
+  for i = 1, n do refs[i - 1] = lift((select(i, ...))).ref end
+  setloc()
+  chk(C.cute_ir_printf(s.ir, fmt, n, refs))
+end
+
+-- device assertion with a message (traps when false)
+function M.assert_(cond, msg)
+  local s = S()
+  local c = tr.condition(cond, "cute.assert_")
+  if type(c) == "boolean" then
+    if not c then fail("cute.assert_: condition is false at trace time: " .. tostring(msg)) end
+    return
+  end
+  setloc()
+  chk(C.cute_ir_assert(s.ir, c.ref, msg or "assertion failed"))
+end
+
+return M

@@ -1,0 +1,453 @@
+-- cute.kernel: a Lua function becomes a GPU kernel.
+--
+--   local k = cute.kernel(function(A, B, C) ... end [, opts])
+--   k:launch{grid = {gx, gy, gz}, block = {bx, by, bz}, smem = bytes, stream = s}(A, B, C)
+--
+-- Each call computes a specialisation signature from its arguments (tensor
+-- dtype, shape, strides and alignment; plain Lua numbers and booleans by value;
+-- typed scalars such as cute.Int32(n) by type only: those are runtime
+-- parameters).  A signature seen before reuses the loaded kernel: no retrace.
+-- Otherwise: trace -> IR -> LLVM -> PTX (-> cubin with ptxas) -> module load.
+local ffi = require("ffi")
+local cf = require("cute.ffi")
+local C = cf.C
+local tr = require("cute.trace")
+local ten = require("cute.tensor")
+
+local M = {}
+local T = tr.T
+
+---------------------------------------------------------------------------
+-- typed scalars: cute.Int32(n) at launch = a runtime parameter; inside a
+-- kernel = a conversion of a traced value.
+---------------------------------------------------------------------------
+local Scalar = {}
+Scalar.__index = Scalar
+Scalar.__tostring = function(s) return ("%s(%s)"):format(s.ctor, tostring(s.value)) end
+M.Scalar = Scalar
+
+local scalar_types = {
+  Int8 = T.I8, Int16 = T.I16, Int32 = T.I32, Int64 = T.I64,
+  Uint8 = T.U8, Uint16 = T.U16, Uint32 = T.U32, Uint64 = T.U64,
+  Float16 = T.F16, BFloat16 = T.BF16, Float32 = T.F32, Float64 = T.F64, Boolean = T.I1,
+}
+local scalar_ctype = {
+  [T.I8] = "int8_t*", [T.I16] = "int16_t*", [T.I32] = "int32_t*", [T.I64] = "int64_t*",
+  [T.U8] = "uint8_t*", [T.U16] = "uint16_t*", [T.U32] = "uint32_t*", [T.U64] = "uint64_t*",
+  [T.F32] = "float*", [T.F64] = "double*", [T.I1] = "uint8_t*",
+}
+
+for name, t in pairs(scalar_types) do
+  M[name] = function(x)
+    if tr.is_value(x) then return tr.cvt(x, t) end
+    if tr.is_var(x) then return tr.cvt(x.value, t) end
+    if tr.active() and type(x) == "number" then return tr.const(t, x) end
+    if type(x) == "boolean" and t == T.I1 then x = x and 1 or 0 end
+    if type(x) ~= "number" and not (type(x) == "cdata") then
+      error(("cute.%s: expected a number, got %s"):format(name, type(x)), 2)
+    end
+    if t == T.F16 or t == T.BF16 then
+      error(("cute.%s: half-precision kernel parameters are not supported; pass cute.Float32"):format(name), 2)
+    end
+    return setmetatable({ t = t, value = x, ctor = name }, Scalar)
+  end
+end
+
+local function is_scalar(x) return getmetatable(x) == Scalar end
+
+---------------------------------------------------------------------------
+-- host tensor descriptors
+---------------------------------------------------------------------------
+-- Anything with .dtype (name), .shape and optionally .strides and .ptr works:
+-- runtime device tensors and compile-only specs from cute.tensor_spec.
+local Spec = {}
+Spec.__index = Spec
+Spec.__tostring = function(s) return ("tensor_spec<%s, {%s}>"):format(s.dtype.name, table.concat(s.shape, ",")) end
+
+local function row_major(shape)
+  local st, acc = {}, 1
+  for i = #shape, 1, -1 do st[i] = acc; acc = acc * shape[i] end
+  return st
+end
+M.row_major = row_major
+
+-- cute.tensor_spec(shape, dtype [, strides [, opts]]): describes a tensor for
+-- compiling without a GPU (k:compile / k:ir / k:ptx).
+function M.tensor_spec(shape, dtype, strides, opts)
+  if type(shape) == "number" then shape = { shape } end
+  if type(dtype) ~= "table" or not tr.dtype_ir[dtype.name] then
+    error("cute.tensor_spec: unknown dtype " .. tostring(dtype), 2)
+  end
+  return setmetatable({ shape = shape, dtype = dtype, strides = strides or row_major(shape), ptr = 0,
+    dynamic = opts and opts.dynamic or false }, Spec)
+end
+
+local function is_host_tensor(x)
+  return type(x) == "table" and type(x.shape) == "table" and type(x.dtype) == "table" and x.dtype.name ~= nil
+    and not ten.is_tensor(x)
+end
+
+-- cute.dynamic(t): the same tensor, with its shape and strides passed at launch
+-- (runtime values inside the kernel) instead of compiled in.
+function M.dynamic(t)
+  if not is_host_tensor(t) then error("cute.dynamic: expected a tensor", 2) end
+  return setmetatable({ base = t, shape = t.shape, strides = t.strides, dtype = t.dtype, dynamic = true },
+    { __index = t })
+end
+
+local function tensor_sig(t)
+  local s = t._cute_sig
+  if s then return s end
+  local strides = t.strides or row_major(t.shape)
+  s = t.dtype.name .. (t.dynamic and "|dyn" .. #t.shape or "|" .. table.concat(t.shape, ",") .. "|" ..
+    table.concat(strides, ","))
+  local ptr = t.ptr or 0
+  local aligned = (tonumber(ptr) or 0) % 16 == 0
+  s = s .. (aligned and "|a16" or "|a1")
+  rawset(t, "_cute_sig", s)
+  return s
+end
+
+---------------------------------------------------------------------------
+-- kernels
+---------------------------------------------------------------------------
+local Kernel = {}
+Kernel.__index = Kernel
+M.Kernel = Kernel
+
+local function kernel_name(fn, opts)
+  if opts.name then return opts.name end
+  local info = debug.getinfo(fn, "S")
+  local base = (info.short_src or "kernel"):match("([%w_]+)%.lua$") or "kernel"
+  return ("%s_%d"):format(base, info.linedefined or 0)
+end
+
+function M.kernel(fn, opts)
+  if type(fn) ~= "function" then error("cute.kernel: expected a function, got " .. type(fn), 2) end
+  opts = opts or {}
+  local k = setmetatable({ fn = fn, opts = opts, name = kernel_name(fn, opts), cache = {},
+    traces = 0, compiles = 0 }, Kernel)
+  return k
+end
+
+function M.is_kernel(x) return getmetatable(x) == Kernel end
+
+-- build the IR for the given arguments; returns ir (cdata, gc'ed), param plan
+function Kernel:trace(...)
+  local args = { ... }
+  local nargs = select("#", ...)
+  local ir = C.cute_ir_new()
+  if ir == nil then error("cute.kernel: out of memory", 2) end
+  ir = ffi.gc(ir, C.cute_ir_free)
+  local prev = tr.begin(ir)
+  local plan = {} -- per kernel parameter: { kind = "ptr"|"scalar"|"dim", arg = i, ... }
+  local ok, err = xpcall(function()
+    C.cute_ir_func(ir, self.name, C.CUTE_FN_KERNEL, T.VOID or 1)
+    if self.opts.max_threads or self.opts.min_blocks then
+      C.cute_ir_launch_bounds(ir, self.opts.max_threads or 0, self.opts.min_blocks or 0)
+    end
+    local targs = {}
+    local tensor_ptrs = {}
+    for i = 1, nargs do
+      local a = args[i]
+      if is_host_tensor(a) then
+        local elem = tr.dtype_ir[a.dtype.name]
+        if not elem then error(("argument %d: unsupported dtype %s"):format(i, tostring(a.dtype.name)), 0) end
+        local pt = C.cute_ir_t_ptr(ir, elem, C.CUTE_AS_GLOBAL)
+        local aligned = (tonumber(a.ptr or 0) or 0) % 16 == 0
+        local flags = self._noalias and C.CUTE_P_NOALIAS or 0
+        local ref = C.cute_ir_param(ir, pt, "arg" .. i, flags, aligned and 16 or 0)
+        plan[#plan + 1] = { kind = "ptr", arg = i }
+        local pv = tr.mk(ref, pt)
+        local shape, stride = {}, {}
+        local strides = a.strides or row_major(a.shape)
+        for d = 1, #a.shape do
+          if a.dynamic then
+            local sref = C.cute_ir_param(ir, T.I32, ("arg%d_shape%d"):format(i, d), 0, 0)
+            plan[#plan + 1] = { kind = "dim", arg = i, field = "shape", d = d }
+            shape[d] = tr.mk(sref, T.I32)
+            if strides[d] == 1 then stride[d] = 1
+            else
+              local dref = C.cute_ir_param(ir, T.I32, ("arg%d_stride%d"):format(i, d), 0, 0)
+              plan[#plan + 1] = { kind = "dim", arg = i, field = "strides", d = d }
+              stride[d] = tr.mk(dref, T.I32)
+            end
+          else
+            shape[d], stride[d] = a.shape[d], strides[d]
+          end
+        end
+        local L
+        if #shape == 1 then L = { shape = shape[1], stride = stride[1] }
+        else L = { shape = shape, stride = stride } end
+        targs[i] = ten.make(pv, 0, L, elem, "global", aligned and 16 or tr.tinfo[elem].bits / 8)
+        tensor_ptrs[#tensor_ptrs + 1] = i
+      elseif is_scalar(a) then
+        local ref = C.cute_ir_param(ir, a.t, "arg" .. i, 0, 0)
+        plan[#plan + 1] = { kind = "scalar", arg = i, t = a.t }
+        targs[i] = tr.mk(ref, a.t)
+      elseif type(a) == "number" or type(a) == "boolean" or type(a) == "string" or a == nil
+        or type(a) == "function" or (type(a) == "cdata" and require("cute.layout").is_layout(a)) then
+        targs[i] = a -- compile-time constant
+      elseif type(a) == "table" then
+        targs[i] = a -- plain Lua data: compile-time
+      else
+        error(("argument %d: cannot pass a %s to a kernel"):format(i, type(a)), 0)
+      end
+    end
+    self.fn(unpack(targs, 1, nargs))
+    tr.pending_check()
+    C.cute_ir_ret(ir, 0)
+  end, function(e)
+    e = tostring(e)
+    if e:find("'for' [%w ]+ must be a number") then
+      e = e .. "\n  (a traced value cannot bound a Lua numeric for loop: write `for i in cute.range(a, b) do`)"
+    elseif e:find("attempt to compare") and e:find("cute_traced") == nil and e:find("table") then
+      e = e .. "\n  (compare traced values with numbers or other traced values; for a cute.var use v.value)"
+    end
+    return e
+  end)
+  if not ok then
+    tr.abort(prev)
+    error(err, 0)
+  end
+  local fine, ferr = tr.finish(prev)
+  if not fine then error(ferr, 0) end
+  if C.cute_ir_status(ir, cf.err) ~= 0 then cf.raise(0) end
+  self.traces = self.traces + 1
+  return ir, plan
+end
+
+local has_gpu_cache
+local function gpu_arch()
+  if has_gpu_cache == nil then
+    has_gpu_cache = false
+    local ok, rt = pcall(require, "cute.runtime")
+    if ok and rt.has_gpu and rt.has_gpu() then
+      local d = rt.device(0)
+      has_gpu_cache = ("sm_%d%d%s"):format(d.cc[1], d.cc[2], d.cc[1] >= 9 and "a" or "")
+    end
+  end
+  return has_gpu_cache
+end
+M.gpu_arch = gpu_arch
+
+-- Compile IR; returns the cute_compiled (gc'ed).
+local function compile_ir(self, ir, want_cubin)
+  local o = ffi.new("cute_compile_opts")
+  local arch = self.opts.arch or gpu_arch() or "sm_90a"
+  o.arch = arch
+  o.opt_level = self.opts.opt_level or 3
+  o.ptx_version = self.opts.ptx_version or 0
+  local flags = 0
+  if not want_cubin then flags = flags + C.CUTE_C_NO_PTXAS end
+  if self.opts.ftz then flags = flags + C.CUTE_C_FTZ end
+  o.flags = flags
+  local out = ffi.new("cute_compiled*[1]")
+  local st = C.cute_compile(ir, o, out, cf.err)
+  local cc = out[0] ~= nil and ffi.gc(out[0], C.cute_compiled_free) or nil
+  if st ~= 0 then
+    local msg = ffi.string(cf.err[0].msg)
+    error(("cute.kernel %s: compile failed: %s"):format(self.name, msg), 0)
+  end
+  self.compiles = self.compiles + 1
+  return cc, arch
+end
+
+-- Stages as text for given arguments (no GPU needed with cute.tensor_spec).
+function Kernel:ir(...)
+  local ir = self:trace(...)
+  return ffi.string(C.cute_ir_print(ir))
+end
+
+-- k:compile(args...) -> { ir = text, llvm = text, ptx = text, cubin = bool, info = {...}, times = {...} }
+function Kernel:compile(...)
+  local ir = self:trace(...)
+  local cc, arch = compile_ir(self, ir, self.opts.cubin ~= false and C.cute_ptxas_path() ~= nil)
+  local info = ffi.new("cute_kernel_info")
+  C.cute_compiled_info(cc, nil, info)
+  local times = ffi.new("cute_compile_times")
+  C.cute_compiled_times(cc, times)
+  local function s(p) return p ~= nil and ffi.string(p) or nil end
+  return {
+    arch = arch,
+    ir = s(C.cute_compiled_ir_text(cc)), llvm = s(C.cute_compiled_llvm_ir(cc)),
+    ptx = s(C.cute_compiled_ptx(cc)), ptxas_log = s(C.cute_compiled_ptxas_log(cc)),
+    cubin = C.cute_compiled_has_cubin(cc) ~= 0,
+    info = { regs = info.regs, smem = info.smem_static, spill_stores = info.spill_stores,
+      spill_loads = info.spill_loads, stack = info.stack },
+    times = { build_us = times.build_us, opt_us = times.opt_us, emit_us = times.emit_us,
+      ptxas_us = times.ptxas_us, total_us = times.total_us },
+  }
+end
+function Kernel:ptx(...) return self:compile(...).ptx end
+
+---------------------------------------------------------------------------
+-- launch
+---------------------------------------------------------------------------
+local cu_err = cf.err
+local void_pp = ffi.typeof("void*[?]")
+local u64_arr = ffi.typeof("uint64_t[?]")
+
+-- load a compiled kernel for the GPU: entry { fn, params, slots, plan }
+function Kernel:_build(args, nargs)
+  local rt = require("cute.runtime")
+  rt.init()
+  local ir, plan = self:trace(unpack(args, 1, nargs))
+  local use_cubin = self.opts.cubin
+  if use_cubin == nil then use_cubin = M.default_cubin end
+  if use_cubin and C.cute_ptxas_path() == nil then use_cubin = false end
+  local cc = compile_ir(self, ir, use_cubin)
+  local image, size, is_ptx
+  if C.cute_compiled_has_cubin(cc) ~= 0 then
+    local sz = ffi.new("size_t[1]")
+    image = C.cute_compiled_cubin(cc, sz); size = sz[0]; is_ptx = 0
+  else
+    image = C.cute_compiled_ptx(cc); size = #ffi.string(image); is_ptx = 1
+  end
+  local mod = ffi.new("void*[1]")
+  if C.cute_cuda_module_load(image, size, is_ptx, mod, nil, 0, cu_err) ~= 0 then cf.raise(0) end
+  local fnp = ffi.new("void*[1]")
+  if C.cute_cuda_module_get_function(mod[0], self.name, fnp, cu_err) ~= 0 then cf.raise(0) end
+  local n = #plan
+  local slots = u64_arr(math.max(n, 1))
+  local params = void_pp(math.max(n, 1))
+  local ptrs = {}
+  for j = 1, n do
+    params[j - 1] = slots + (j - 1)
+    local p = plan[j]
+    if p.kind == "scalar" then ptrs[j] = ffi.cast(scalar_ctype[p.t], slots + (j - 1))
+    elseif p.kind == "dim" then ptrs[j] = ffi.cast("int32_t*", slots + (j - 1)) end
+  end
+  local entry = { fn = fnp[0], module = mod[0], params = params, slots = slots, plan = plan, ptrs = ptrs,
+    n = n, cc = cc, max_dyn_smem = 48 * 1024 }
+  self.modules = self.modules or {}
+  self.modules[#self.modules + 1] = mod[0]
+  return entry
+end
+
+-- signature lookup: nested tables keyed per argument, no allocation on a hit
+local NIL = {}
+local function arg_key(a)
+  local ta = type(a)
+  if ta == "table" then
+    if a._cute_sig then return a._cute_sig end
+    if is_scalar(a) then return a.t end
+    if a.dtype and a.shape then return tensor_sig(a) end
+    return a -- plain table: by identity
+  end
+  if a == nil then return NIL end
+  return a
+end
+
+local function fill_params(entry, args)
+  local plan, slots, ptrs = entry.plan, entry.slots, entry.ptrs
+  for j = 1, entry.n do
+    local p = plan[j]
+    local a = args[p.arg]
+    local kind = p.kind
+    if kind == "ptr" then slots[j - 1] = a.ptr
+    elseif kind == "scalar" then ptrs[j][0] = a.value
+    else ptrs[j][0] = a[p.field][p.d] end
+  end
+end
+
+local function dims(x, what)
+  if type(x) == "number" then return x, 1, 1 end
+  if type(x) == "table" then return x[1] or 1, x[2] or 1, x[3] or 1 end
+  if x == nil then return 1, 1, 1 end
+  if tr.is_value(x) then error("cute.kernel launch: " .. what .. " must be Lua numbers, not traced values", 3) end
+  error(("cute.kernel launch: %s must be a number or {x, y, z}, got %s"):format(what, type(x)), 3)
+end
+
+local function check_dims(gx, gy, gz, bx, by, bz)
+  for _, v in ipairs({ gx, gy, gz, bx, by, bz }) do
+    if type(v) ~= "number" or v < 1 or v % 1 ~= 0 then
+      error(("cute.kernel launch: grid and block sizes must be positive integers, got grid {%s,%s,%s} block {%s,%s,%s}")
+        :format(tostring(gx), tostring(gy), tostring(gz), tostring(bx), tostring(by), tostring(bz)), 3)
+    end
+  end
+end
+
+local function do_launch(self, cfg, ...)
+  local nargs = select("#", ...)
+  -- find the entry
+  local node = self.cache
+  for i = 1, nargs do
+    local key = arg_key((select(i, ...)))
+    local nx = node[key]
+    if not nx then nx = {}; node[key] = nx end
+    node = nx
+  end
+  local entry = node[NIL]
+  local args = { ... }
+  if not entry then
+    -- tensors passed twice alias: then no noalias
+    local seen, alias = {}, false
+    for i = 1, nargs do
+      local a = args[i]
+      if is_host_tensor(a) then
+        local p = tonumber(a.ptr or 0)
+        if seen[p] then alias = true end
+        seen[p] = true
+      end
+    end
+    self._noalias = not alias
+    entry = self:_build(args, nargs)
+    node[NIL] = entry
+  end
+  fill_params(entry, args)
+  local gx, gy, gz = dims(cfg.grid, "grid")
+  local bx, by, bz = dims(cfg.block, "block")
+  check_dims(gx, gy, gz, bx, by, bz)
+  local smem = cfg.smem or 0
+  if smem > entry.max_dyn_smem then
+    if C.cute_cuda_func_set_max_dynamic_smem(entry.fn, smem, cu_err) ~= 0 then cf.raise(2) end
+    entry.max_dyn_smem = smem
+  end
+  local stream = cfg.stream
+  if stream ~= nil and type(stream) == "table" then stream = stream.handle end
+  local st
+  if cfg.cluster then
+    local cx, cy, cz = dims(cfg.cluster, "cluster")
+    st = C.cute_cuda_launch_cluster(entry.fn, gx, gy, gz, bx, by, bz, cx, cy, cz, smem, stream, entry.params, cu_err)
+  else
+    st = C.cute_cuda_launch(entry.fn, gx, gy, gz, bx, by, bz, smem, stream, entry.params, cu_err)
+  end
+  if st ~= 0 then
+    error(("cute.kernel %s: launch failed: %s"):format(self.name, ffi.string(cu_err[0].msg)), 2)
+  end
+end
+
+-- k:launch(cfg) returns a callable taking the kernel's arguments.
+function Kernel:launch(cfg)
+  if type(cfg) ~= "table" then error("k:launch{grid = ..., block = ...}: expected a table", 2) end
+  local l = self._launcher
+  if not l then
+    l = setmetatable({ k = self }, { __call = function(lc, ...) return do_launch(lc.k, lc.cfg, ...) end })
+    self._launcher = l
+  end
+  l.cfg = cfg
+  return l
+end
+
+-- direct form: k(cfg, args...)
+Kernel.__call = function(self, cfg, ...) return do_launch(self, cfg, ...) end
+
+-- the loaded entry for args (compiling if needed), e.g. to read attributes
+function Kernel:entry(...)
+  local nargs = select("#", ...)
+  local node = self.cache
+  for i = 1, nargs do
+    local key = arg_key((select(i, ...)))
+    node[key] = node[key] or {}
+    node = node[key]
+  end
+  if not node[NIL] then
+    self._noalias = true
+    node[NIL] = self:_build({ ... }, nargs)
+  end
+  return node[NIL]
+end
+
+M.default_cubin = true
+return M

@@ -1,0 +1,601 @@
+-- cute.tensor: tensors inside kernels = pointer + layout.
+--
+-- A kernel-side tensor holds a traced base pointer (global, shared or local
+-- memory), an element offset (Lua number or traced value) and a layout whose
+-- shape and stride leaves are Lua numbers (static) or traced values (dynamic,
+-- e.g. a size passed at launch).  T[crd] loads, T[crd] = v stores, through
+-- crd2idx on (possibly traced) coordinates; a coordinate with cute._ slices.
+-- Static layouts use the C layout algebra; dynamic ones support the flat
+-- by-mode tiling that local_tile / local_partition / divides need.
+local ffi = require("ffi")
+local cf = require("cute.ffi")
+local C = cf.C
+local tr = require("cute.trace")
+local lay = require("cute.layout")
+
+local M = {}
+local is_value, fail, setloc, mk = tr.is_value, tr.fail, tr.setloc, tr.mk
+local T_I32 = tr.T.I32
+local _ = lay._
+
+local Tensor = {}
+M.Tensor = Tensor
+
+local function is_tensor(x) return getmetatable(x) == Tensor end
+M.is_tensor = is_tensor
+
+---------------------------------------------------------------------------
+-- integer index arithmetic with constant folding
+---------------------------------------------------------------------------
+local function iv(x) -- number or Value -> same, checking integer-ness
+  if type(x) == "number" then
+    if x % 1 ~= 0 then fail("index " .. x .. " is not an integer") end
+    return x
+  end
+  if is_value(x) then
+    local info = tr.tinfo[x.t]
+    if not (info and info.int) then fail("index must be an integer, got a traced " .. (info and info.name or "value")) end
+    if x.t ~= T_I32 then return tr.cvt(x, T_I32) end
+    return x
+  end
+  if tr.is_var(x) then return iv(x.value) end
+  fail("index must be an integer or a traced integer, got " .. type(x) .. " " .. tostring(x))
+end
+
+local function iadd(a, b)
+  if type(a) == "number" and type(b) == "number" then return a + b end
+  if a == 0 then return b end
+  if b == 0 then return a end
+  return a + b
+end
+local function imul(a, b)
+  if type(a) == "number" and type(b) == "number" then return a * b end
+  if a == 0 or b == 0 then return 0 end
+  if a == 1 then return b end
+  if b == 1 then return a end
+  return a * b
+end
+local function idiv(a, b)
+  if type(a) == "number" and type(b) == "number" then
+    local q = a / b
+    return q >= 0 and math.floor(q) or math.ceil(q)
+  end
+  if b == 1 then return a end
+  return tr.binop(tr.OP.DIV, a, b)
+end
+local function imod(a, b)
+  if type(a) == "number" and type(b) == "number" then return math.fmod(a, b) end
+  if b == 1 then return 0 end
+  return tr.binop(tr.OP.REM, a, b)
+end
+local function iceil_div(a, b)
+  if type(a) == "number" and type(b) == "number" then return math.ceil(a / b) end
+  return idiv(iadd(a, b - 1), b)
+end
+M.iadd, M.imul, M.idiv, M.imod = iadd, imul, idiv, imod
+
+---------------------------------------------------------------------------
+-- layouts with static or traced leaves: { shape = tree, stride = tree }
+---------------------------------------------------------------------------
+local function tsize(s)
+  if type(s) == "table" then
+    local p = 1
+    for i = 1, #s do p = imul(p, tsize(s[i])) end
+    return p
+  end
+  return s
+end
+M.tsize = tsize
+
+local function is_static(t)
+  if type(t) == "table" then
+    for i = 1, #t do if not is_static(t[i]) then return false end end
+    return true
+  end
+  return type(t) == "number"
+end
+
+-- crd2idx for a (possibly traced) coordinate
+local function crd2idx(c, s, d)
+  if type(c) == "table" and not is_value(c) then
+    if c == _ then fail("crd2idx: '_' is only allowed when slicing") end
+    if type(s) ~= "table" then
+      if #c == 1 then return crd2idx(c[1], s, d) end
+      fail(("coordinate %s does not match a mode of shape %s"):format(lay.describe(c), lay.describe(s)))
+    end
+    if #c ~= #s then
+      fail(("coordinate has rank %d but the shape %s has rank %d"):format(#c, M.describe(s), #s))
+    end
+    local r = 0
+    for i = 1, #s do r = iadd(r, crd2idx(c[i], s[i], d[i])) end
+    return r
+  end
+  c = iv(c)
+  if type(s) == "table" then
+    -- split an integer colexicographically over the modes
+    local r, n = 0, #s
+    for i = 1, n do
+      local si = tsize(s[i])
+      local ci
+      if i < n then ci = imod(c, si); c = idiv(c, si) else ci = c end
+      r = iadd(r, crd2idx(ci, s[i], d[i]))
+    end
+    return r
+  end
+  return imul(c, d)
+end
+M.crd2idx = crd2idx
+
+function M.describe(t)
+  if type(t) == "table" and not is_value(t) then
+    local p = {}
+    for i = 1, #t do p[i] = M.describe(t[i]) end
+    return "(" .. table.concat(p, ",") .. ")"
+  end
+  if is_value(t) then return "?" end
+  return tostring(t)
+end
+
+local function layout_str(L) return M.describe(L.shape) .. ":" .. M.describe(L.stride) end
+M.layout_str = layout_str
+
+-- slice a layout with a coordinate that contains cute._ : returns the layout of
+-- the '_' modes (flattened one level, as CuTe's slice) and the offset of the rest.
+local function slice(c, s, d, outs, outd)
+  if c == _ then
+    outs[#outs + 1] = s; outd[#outd + 1] = d
+    return 0
+  end
+  if type(c) == "table" and not is_value(c) then
+    if type(s) ~= "table" or #c ~= #s then
+      fail(("slice coordinate %s does not match shape %s"):format(lay.describe(c), M.describe(s)))
+    end
+    local off = 0
+    for i = 1, #s do off = iadd(off, slice(c[i], s[i], d[i], outs, outd)) end
+    return off
+  end
+  return crd2idx(c, s, d)
+end
+
+local function has_under(c)
+  if c == _ then return true end
+  if type(c) == "table" and not is_value(c) then
+    for i = 1, #c do if has_under(c[i]) then return true end end
+  end
+  return false
+end
+M.has_under = has_under
+
+local function static_layout(L)
+  return lay.make_layout(L.shape, L.stride)
+end
+
+local function from_static(Lc)
+  return { shape = Lc:shape(), stride = Lc:stride() }
+end
+
+-- Lua-side layout (tree form) from a Layout cdata, a table {shape, stride}, or a shape
+function M.as_layout(x, what)
+  if lay.is_layout(x) then return from_static(x) end
+  if type(x) == "table" and x.shape then return x end
+  if type(x) == "table" or type(x) == "number" then return from_static(lay.make_layout(x)) end
+  fail((what or "layout") .. ": expected a layout, got " .. tostring(x))
+end
+
+-- zipped_divide on tree layouts: static through C, dynamic for flat modes
+local function zdivide(L, tiler, opname)
+  if is_static(L.shape) and is_static(L.stride) then
+    local ok, r = pcall(lay.zipped_divide, static_layout(L), tiler)
+    if not ok then fail(r) end
+    return from_static(r)
+  end
+  -- dynamic: every mode a leaf, tiler a table of integers (one per mode)
+  local s, d = L.shape, L.stride
+  if type(s) ~= "table" then s, d = { s }, { d } end
+  if type(tiler) == "number" then tiler = { tiler } end
+  if type(tiler) ~= "table" or #tiler ~= #s then
+    fail(("%s: with dynamic shapes the tiler must give one integer per mode of %s"):format(opname, layout_str(L)))
+  end
+  local ts, td, rs, rd = {}, {}, {}, {}
+  for i = 1, #s do
+    local t = tiler[i]
+    if lay.is_layout(t) then
+      if lay.size(t) ~= lay.cosize(t) or t(1) ~= 1 and lay.size(t) > 1 then
+        fail(opname .. ": with dynamic shapes tiler modes must be integers or compact n:1 layouts")
+      end
+      t = lay.size(t)
+    end
+    if type(t) ~= "number" or type(s[i]) == "table" then
+      fail(("%s: with dynamic shapes only flat modes and integer tiles are supported (layout %s)"):format(opname, layout_str(L)))
+    end
+    ts[i], td[i] = t, d[i]
+    rs[i], rd[i] = iceil_div(s[i], t), imul(t, d[i])
+  end
+  return { shape = { ts, rs }, stride = { td, rd } }
+end
+
+---------------------------------------------------------------------------
+-- tensors
+---------------------------------------------------------------------------
+-- new tensor: ptr (Value of pointer type), off (number|Value), layout (tree), elem (IR scalar type)
+function M.make(ptr, off, layout, elem, space, align)
+  return setmetatable({ ptr = ptr, off = off, layout = layout, elem = elem, space = space,
+    align = align or 1 }, Tensor)
+end
+
+local function elem_bytes(t)
+  return math.max(1, (tr.tinfo[t].bits) / 8)
+end
+M.elem_bytes = elem_bytes
+
+local function element_ptr(T, off)
+  local S = tr.state()
+  local o = iadd(T.off, off)
+  local ov = tr.lift(o, T_I32)
+  setloc()
+  return mk(C.cute_ir_gep(S.ir, T.ptr.ref, ov.ref), T.ptr.t)
+end
+M.element_ptr = element_ptr
+
+-- alignment in bytes guaranteed for element offset o of T
+local function offset_align(T, o)
+  local eb = elem_bytes(T.elem)
+  local total = iadd(T.off, o)
+  local d
+  if type(total) == "number" then
+    d = total == 0 and 2 ^ 20 or (total - math.floor(total / 2 ^ 20) * 2 ^ 20)
+    -- largest power of two dividing total
+    local p = 1
+    while p < 2 ^ 20 and total % (p * 2) == 0 do p = p * 2 end
+    d = total == 0 and 2 ^ 20 or p
+  else
+    local p = 1
+    while p < 2 ^ 20 and total.div % (p * 2) == 0 do p = p * 2 end
+    d = p
+  end
+  return math.min(T.align, d * eb)
+end
+M.offset_align = offset_align
+
+local function load_at(T, off)
+  tr.pending_check()
+  local S = tr.state()
+  local p = element_ptr(T, off)
+  setloc()
+  return mk(C.cute_ir_load(S.ir, p.ref, 0, math.min(offset_align(T, off), elem_bytes(T.elem))), T.elem)
+end
+
+local function store_at(T, off, v)
+  tr.pending_check()
+  local S = tr.state()
+  local val = tr.lift(v, T.elem)
+  if val.t ~= T.elem then val = tr.cvt(val, T.elem) end
+  local p = element_ptr(T, off)
+  setloc()
+  if C.cute_ir_store(S.ir, p.ref, val.ref, 0, math.min(offset_align(T, off), elem_bytes(T.elem))) == 0
+    and C.cute_ir_status(S.ir, nil) ~= 0 then tr.ir_fail() end
+end
+
+local function index_offset(T, k)
+  local L = T.layout
+  if type(k) == "table" and not is_value(k) and #k == 0 and k ~= _ then
+    fail("empty coordinate {}")
+  end
+  return crd2idx(k, L.shape, L.stride)
+end
+
+-- T:slice(crd) / T[crd with _]: sub-tensor
+function Tensor.slice(T, c)
+  local outs, outd = {}, {}
+  local off = slice(c, T.layout.shape, T.layout.stride, outs, outd)
+  local shape, stride = outs, outd
+  if #outs == 1 then shape, stride = outs[1], outd[1] end
+  return M.make(T.ptr, iadd(T.off, off), { shape = shape, stride = stride }, T.elem, T.space, T.align)
+end
+
+Tensor.__index = function(T, k)
+  local m = Tensor[k]
+  if m then return m end
+  if type(k) == "string" then
+    if k == "shape" then return T.layout.shape end
+    if k == "stride" then return T.layout.stride end
+    return nil
+  end
+  tr.need_trace("tensor indexing")
+  if has_under(k) then return Tensor.slice(T, k) end
+  return load_at(T, index_offset(T, k))
+end
+
+Tensor.__newindex = function(T, k, v)
+  tr.need_trace("tensor stores")
+  if type(k) == "string" then fail("cannot set field '" .. k .. "' of a tensor") end
+  if has_under(k) then fail("cannot store into a slice with '_': index single elements") end
+  store_at(T, index_offset(T, k), v)
+end
+
+Tensor.__tostring = function(T)
+  local names = { [tr.T.F32] = "f32", [tr.T.F16] = "f16", [tr.T.BF16] = "bf16", [tr.T.F64] = "f64",
+    [tr.T.I32] = "i32", [tr.T.I64] = "i64", [tr.T.I8] = "i8", [tr.T.U8] = "u8", [tr.T.I16] = "i16",
+    [tr.T.U16] = "u16", [tr.T.U32] = "u32", [tr.T.U64] = "u64" }
+  return ("tensor<%s, %s, %s>"):format(names[T.elem] or "?", T.space, layout_str(T.layout))
+end
+
+Tensor.__len = function(T) return tsize(T.layout.shape) end
+
+function Tensor.size(T) return tsize(T.layout.shape) end
+function Tensor.load(T, crd) return load_at(T, index_offset(T, crd)) end
+function Tensor.store(T, crd, v) store_at(T, index_offset(T, crd), v) end
+-- pointer to element crd (for atomics and raw access)
+function Tensor.ptr_at(T, crd) return element_ptr(T, index_offset(T, crd or 0)) end
+
+-- fill every element (static size) with v
+function Tensor.fill(T, v)
+  local n = tsize(T.layout.shape)
+  if type(n) ~= "number" then fail("fill: tensor size must be static") end
+  for i = 0, n - 1 do store_at(T, index_offset(T, i), v) end
+end
+
+---------------------------------------------------------------------------
+-- tiling and partitioning
+---------------------------------------------------------------------------
+local function under_list(n)
+  local t = {}
+  for i = 1, n do t[i] = _ end
+  return t
+end
+
+local function rank_of(s) return type(s) == "table" and #s or 1 end
+
+-- zipped_divide etc. on tensors
+function M.zipped_divide(T, tiler)
+  local Z = zdivide(T.layout, tiler, "zipped_divide")
+  return M.make(T.ptr, T.off, Z, T.elem, T.space, T.align)
+end
+
+function M.logical_divide(T, tiler)
+  if is_static(T.layout.shape) and is_static(T.layout.stride) then
+    local ok, r = pcall(lay.logical_divide, static_layout(T.layout), tiler)
+    if not ok then fail(r) end
+    return M.make(T.ptr, T.off, from_static(r), T.elem, T.space, T.align)
+  end
+  local Z = zdivide(T.layout, tiler, "logical_divide")
+  -- regroup ((t0,t1..),(r0,r1..)) into ((t0,r0),(t1,r1),...)
+  local s, d = {}, {}
+  for i = 1, #Z.shape[1] do
+    s[i] = { Z.shape[1][i], Z.shape[2][i] }; d[i] = { Z.stride[1][i], Z.stride[2][i] }
+  end
+  return M.make(T.ptr, T.off, { shape = s, stride = d }, T.elem, T.space, T.align)
+end
+
+function M.tiled_divide(T, tiler)
+  local Z = zdivide(T.layout, tiler, "tiled_divide")
+  local s, d = { Z.shape[1] }, { Z.stride[1] }
+  local rs, rd = Z.shape[2], Z.stride[2]
+  if type(rs) ~= "table" then rs, rd = { rs }, { rd } end
+  for i = 1, #rs do s[#s + 1] = rs[i]; d[#d + 1] = rd[i] end
+  return M.make(T.ptr, T.off, { shape = s, stride = d }, T.elem, T.space, T.align)
+end
+
+function M.flat_divide(T, tiler)
+  local Z = zdivide(T.layout, tiler, "flat_divide")
+  local s, d = {}, {}
+  for part = 1, 2 do
+    local ps, pd = Z.shape[part], Z.stride[part]
+    if type(ps) ~= "table" then ps, pd = { ps }, { pd } end
+    for i = 1, #ps do s[#s + 1] = ps[i]; d[#d + 1] = pd[i] end
+  end
+  return M.make(T.ptr, T.off, { shape = s, stride = d }, T.elem, T.space, T.align)
+end
+
+-- local_tile(T, tiler, coord): the tile at coord (coord may hold cute._ to keep
+-- the whole range of tiles along a mode): result (tile modes..., kept rest modes).
+function M.local_tile(T, tiler, coord)
+  local Z = zdivide(T.layout, tiler, "local_tile")
+  local r0 = rank_of(Z.shape[1])
+  local r1 = rank_of(Z.shape[2])
+  local c = coord
+  if type(c) ~= "table" or is_value(c) or c == _ then c = { c } end
+  if type(Z.shape[2]) ~= "table" then
+    if #c ~= 1 then fail(("local_tile: coordinate %s for a single rest mode"):format(lay.describe(coord))) end
+    c = c[1]
+  else
+    if #c > r1 then
+      fail(("local_tile: coordinate %s has more modes than the tiled tensor's rest %s"):format(
+        lay.describe(coord), M.describe(Z.shape[2])))
+    end
+    local cc = {}
+    for i = 1, r1 do cc[i] = c[i] == nil and _ or c[i] end
+    c = cc
+  end
+  local tile_c = type(Z.shape[1]) == "table" and under_list(r0) or _
+  local sub = M.make(T.ptr, T.off, Z, T.elem, T.space, T.align)
+  return Tensor.slice(sub, { tile_c, c })
+end
+
+-- thread coordinate of index idx in thread layout TL: per leaf (idx / d) % s
+local function idx2crd(idx, s, d)
+  if type(s) == "table" then
+    local t = {}
+    for i = 1, #s do t[i] = idx2crd(idx, s[i], d[i]) end
+    return t
+  end
+  if s == 1 then return 0 end
+  return imod(idiv(idx, d), s)
+end
+
+local function shape_each(s) -- product_each
+  if type(s) ~= "table" then return { s } end
+  local t = {}
+  for i = 1, #s do t[i] = tsize(s[i]) end
+  return t
+end
+
+-- local_partition(T, thr_layout, thr_idx): the elements of T owned by thread
+-- thr_idx when T is tiled by thr_layout (CuTe's outer partition).
+function M.local_partition(T, thr_layout, idx)
+  local TL = M.as_layout(thr_layout, "local_partition")
+  if not (is_static(TL.shape) and is_static(TL.stride)) then
+    fail("local_partition: the thread layout must be static")
+  end
+  local tshape = shape_each(TL.shape)
+  local Z = zdivide(T.layout, tshape, "local_partition")
+  local crd = idx2crd(iv(idx), TL.shape, TL.stride)
+  -- flatten the thread coordinate to one entry per tiler mode
+  local flat = {}
+  if type(TL.shape) ~= "table" then flat = { crd }
+  else
+    for i = 1, #TL.shape do
+      local s, d = TL.shape[i], TL.stride[i]
+      if type(s) == "table" then
+        -- hierarchical thread mode: linear coordinate within the mode
+        local lin, mul = 0, 1
+        for j = 1, #s do lin = iadd(lin, imul(crd[i][j], mul)); mul = mul * tsize(s[j]) end
+        flat[i] = lin
+      else
+        flat[i] = crd[i]
+      end
+    end
+  end
+  local tile_c = (type(Z.shape[1]) == "table") and flat or flat[1]
+  local r1 = rank_of(Z.shape[2])
+  local rest_c = type(Z.shape[2]) == "table" and under_list(r1) or _
+  local sub = M.make(T.ptr, T.off, Z, T.elem, T.space, T.align)
+  return Tensor.slice(sub, { tile_c, rest_c })
+end
+
+---------------------------------------------------------------------------
+-- copies
+---------------------------------------------------------------------------
+local function flat_offsets(T, n)
+  -- static element offsets (relative to T.off) of elements 0..n-1
+  local offs = {}
+  local Ls = static_layout(T.layout)
+  for i = 0, n - 1 do offs[i] = Ls(i) end
+  return offs
+end
+
+local space_cell = ffi.new("int[1]")
+local function ptr_space(S, t)
+  C.cute_ir_type_elem(S.ir, t, space_cell)
+  return space_cell[0]
+end
+
+local function vec_type(S, elem, v)
+  return C.cute_ir_t_vec(S.ir, elem, v)
+end
+
+-- cute.copy(src, dst): element-wise copy of equal-size tensors.  With static
+-- layouts, runs of contiguous, aligned elements move as 16/8/4-byte vectors.
+function M.copy(src, dst)
+  tr.need_trace("cute.copy")
+  tr.pending_check()
+  if not (is_tensor(src) and is_tensor(dst)) then fail("cute.copy(src, dst): both must be tensors") end
+  local n, m = tsize(src.layout.shape), tsize(dst.layout.shape)
+  if type(n) ~= "number" or type(m) ~= "number" then
+    fail("cute.copy: tensor sizes must be static")
+  end
+  if n ~= m then fail(("cute.copy: sizes differ (%d vs %d)"):format(n, m)) end
+  local S = tr.state()
+  local static = is_static(src.layout.stride) and is_static(dst.layout.stride)
+  if src.elem ~= dst.elem or not static then
+    for i = 0, n - 1 do store_at(dst, index_offset(dst, i), load_at(src, index_offset(src, i))) end
+    return
+  end
+  local so, do_ = flat_offsets(src, n), flat_offsets(dst, n)
+  local eb = elem_bytes(src.elem)
+  local i = 0
+  while i < n do
+    local v = 1
+    for _, cand in ipairs({ 16, 8, 4 }) do
+      local w = cand / eb
+      if w >= 2 and w % 1 == 0 and i + w <= n then
+        local ok = true
+        for k = 1, w - 1 do
+          if so[i + k] ~= so[i] + k or do_[i + k] ~= do_[i] + k then ok = false; break end
+        end
+        if ok and offset_align(src, so[i]) >= cand and offset_align(dst, do_[i]) >= cand then
+          v = w; break
+        end
+      end
+    end
+    if v == 1 then
+      store_at(dst, do_[i], load_at(src, so[i]))
+    else
+      local vt = vec_type(S, src.elem, v)
+      local sp = element_ptr(src, so[i])
+      local dp = element_ptr(dst, do_[i])
+      local sspace, dspace = ptr_space(S, src.ptr.t), ptr_space(S, dst.ptr.t)
+      setloc()
+      local spv = C.cute_ir_op(S.ir, tr.OP.PTRCAST, C.cute_ir_t_ptr(S.ir, vt, sspace), 1,
+        ffi.new("int32_t[1]", sp.ref), 0, 0)
+      local dpv = C.cute_ir_op(S.ir, tr.OP.PTRCAST, C.cute_ir_t_ptr(S.ir, vt, dspace), 1,
+        ffi.new("int32_t[1]", dp.ref), 0, 0)
+      if spv == 0 or dpv == 0 then tr.ir_fail() end
+      local val = C.cute_ir_load(S.ir, spv, 0, v * eb)
+      if val == 0 then tr.ir_fail() end
+      if C.cute_ir_store(S.ir, dpv, val, 0, v * eb) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then
+        tr.ir_fail()
+      end
+    end
+    i = i + v
+  end
+end
+
+---------------------------------------------------------------------------
+-- register and shared-memory tensors
+---------------------------------------------------------------------------
+local function alloc_tensor(kind, layout, dtype, align)
+  tr.need_trace("cute.make_fragment / shared tensors")
+  tr.pending_check()
+  local L = M.as_layout(layout, kind)
+  if not (is_static(L.shape) and is_static(L.stride)) then fail(kind .. ": the layout must be static") end
+  local elem = type(dtype) == "table" and tr.dtype_ir[dtype.name] or dtype
+  if not tr.tinfo[elem] then fail(kind .. ": unknown dtype " .. tostring(dtype)) end
+  local n = lay.cosize(static_layout(L))
+  local S = tr.state()
+  setloc()
+  align = align or 16
+  local ref, space
+  if kind == "make_fragment" then
+    ref = C.cute_ir_local(S.ir, elem, n, align); space = "local"
+  elseif kind == "shared" then
+    ref = C.cute_ir_shared(S.ir, elem, n, align); space = "shared"
+  else
+    ref = C.cute_ir_dyn_shared(S.ir, elem, align); space = "shared"
+  end
+  if ref == 0 then tr.ir_fail() end
+  local pv = tr.mk(ref, C.cute_ir_value_type(S.ir, ref))
+  return M.make(pv, 0, L, elem, space, align)
+end
+
+-- cute.make_tensor(x, layout): x is a tensor (its memory, reinterpreted with a
+-- new layout) or a traced pointer (e.g. T:ptr_at(crd)).
+function M.make_tensor(x, layout)
+  tr.need_trace("cute.make_tensor")
+  local L = M.as_layout(layout, "cute.make_tensor")
+  if is_tensor(x) then return M.make(x.ptr, x.off, L, x.elem, x.space, x.align) end
+  if is_value(x) then
+    local S = tr.state()
+    local sp = ffi.new("int[1]")
+    local elem = C.cute_ir_type_elem(S.ir, x.t, sp)
+    if elem == 0 or C.cute_ir_type_kind(S.ir, x.t) ~= C.CUTE_T_PTR then
+      fail("cute.make_tensor: expected a tensor or a traced pointer")
+    end
+    local names = { [0] = "generic", [1] = "global", [3] = "shared", [4] = "const", [5] = "local" }
+    return M.make(x, 0, L, elem, names[sp[0]] or "generic", tr.tinfo[elem] and tr.tinfo[elem].bits / 8 or 1)
+  end
+  fail("cute.make_tensor: expected a tensor or a traced pointer, got " .. type(x))
+end
+
+function M.make_fragment(layout, dtype) return alloc_tensor("make_fragment", layout, dtype) end
+function M.make_fragment_like(T, dtype)
+  if not is_tensor(T) then fail("make_fragment_like: expected a tensor") end
+  local L = T.layout
+  if not (is_static(L.shape)) then fail("make_fragment_like: the tensor's shape must be static") end
+  local compact = lay.make_layout(L.shape)
+  return alloc_tensor("make_fragment", compact, dtype or T.elem)
+end
+function M.make_shared_tensor(layout, dtype, align) return alloc_tensor("shared", layout, dtype, align) end
+function M.make_dynamic_shared_tensor(layout, dtype, align) return alloc_tensor("dynshared", layout, dtype, align) end
+
+return M

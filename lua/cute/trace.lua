@@ -1,0 +1,630 @@
+-- cute.trace: runs a kernel's Lua function with proxy values, recording IR.
+--
+-- A traced Value stands for an SSA value of the kernel IR (include/cute_ir.h):
+-- arithmetic and comparison operators on it emit IR; Lua numbers mix in as
+-- constants.  Control flow is structured: cute.range (loops), cute.if_then,
+-- cute.while_, and mutable variables (cute.var) carry values across regions.
+--
+-- Lua cannot overload truthiness and coerces comparison results to booleans,
+-- so a comparison of traced values returns `true` and leaves the IR condition
+-- *pending*; cute.if_then / cute.select / cute.while_ consume it.  Any other
+-- traced operation while a condition is pending means Lua branched on it
+-- (`if a < b then`), which raises an error that says what to write instead.
+local ffi = require("ffi")
+local cf = require("cute.ffi")
+local C = cf.C
+
+local M = {}
+
+local T_I1, T_I8, T_I16, T_I32, T_I64 = 2, 3, 4, 5, 6
+local T_U8, T_U16, T_U32, T_U64 = 7, 8, 9, 10
+local T_F16, T_BF16, T_F32, T_F64 = 11, 12, 13, 14
+M.T = { I1 = T_I1, I8 = T_I8, I16 = T_I16, I32 = T_I32, I64 = T_I64, U8 = T_U8, U16 = T_U16,
+  U32 = T_U32, U64 = T_U64, F16 = T_F16, BF16 = T_BF16, F32 = T_F32, F64 = T_F64 }
+
+-- scalar type properties
+local tinfo = {
+  [T_I1] = { name = "i1", bits = 1, int = true, signed = false },
+  [T_I8] = { name = "i8", bits = 8, int = true, signed = true },
+  [T_I16] = { name = "i16", bits = 16, int = true, signed = true },
+  [T_I32] = { name = "i32", bits = 32, int = true, signed = true },
+  [T_I64] = { name = "i64", bits = 64, int = true, signed = true },
+  [T_U8] = { name = "u8", bits = 8, int = true, signed = false },
+  [T_U16] = { name = "u16", bits = 16, int = true, signed = false },
+  [T_U32] = { name = "u32", bits = 32, int = true, signed = false },
+  [T_U64] = { name = "u64", bits = 64, int = true, signed = false },
+  [T_F16] = { name = "f16", bits = 16, float = true },
+  [T_BF16] = { name = "bf16", bits = 16, float = true },
+  [T_F32] = { name = "f32", bits = 32, float = true },
+  [T_F64] = { name = "f64", bits = 64, float = true },
+}
+M.tinfo = tinfo
+
+-- dtype name (runtime dtypes) -> IR scalar type
+M.dtype_ir = {
+  float32 = T_F32, float16 = T_F16, bfloat16 = T_BF16, float64 = T_F64,
+  int8 = T_I8, int16 = T_I16, int32 = T_I32, int64 = T_I64,
+  uint8 = T_U8, uint16 = T_U16, uint32 = T_U32, uint64 = T_U64, bool = T_U8,
+}
+
+---------------------------------------------------------------------------
+-- trace state
+---------------------------------------------------------------------------
+local S = nil -- the current trace: { ir, open = {region ids}, pending, ... }
+
+function M.active() return S ~= nil end
+function M.state() return S end
+
+local lib_src_cache = {}
+local function is_lib_source(src)
+  local v = lib_src_cache[src]
+  if v == nil then
+    v = (src:find("^@%[embedded%]/") ~= nil) or (src:find("/lua/cute/[%w_]+%.lua$") ~= nil)
+      or src == "=[C]" or src:find("^=") ~= nil and src ~= "=stdin" and src ~= "=(command line)"
+    lib_src_cache[src] = v
+  end
+  return v
+end
+
+-- file:line of the innermost frame outside cute's own modules
+local function user_frame()
+  for level = 3, 40 do
+    local info = debug.getinfo(level, "Sl")
+    if not info then break end
+    if not is_lib_source(info.source) and info.currentline and info.currentline > 0 then
+      return info.short_src, info.currentline
+    end
+  end
+  return "?", 0
+end
+M.user_frame = user_frame
+
+local function where()
+  local f, l = user_frame()
+  return f .. ":" .. l
+end
+M.where = where
+
+-- Raise an error located at the user's line.
+local function fail(msg)
+  error(where() .. ": " .. msg, 0)
+end
+M.fail = fail
+
+local function ir_fail()
+  error(ffi.string(C.cute_ir_error(S.ir)), 0)
+end
+
+local last_file, last_line
+local function setloc()
+  local f, l = user_frame()
+  if l ~= last_line or f ~= last_file then
+    last_file, last_line = f, l
+    C.cute_ir_set_loc(S.ir, f, l)
+  end
+  return f, l
+end
+
+local function need_trace(what)
+  if not S then
+    error((what or "this operation") .. " is only available inside a kernel (cute.kernel) while it is traced", 3)
+  end
+end
+M.need_trace = need_trace
+
+---------------------------------------------------------------------------
+-- Values
+---------------------------------------------------------------------------
+-- Values are cdata (LuaJIT calls a cdata's comparison metamethods also
+-- against plain numbers, which Lua tables do not allow).
+local V = {}
+M.V = V
+ffi.cdef [[
+typedef struct cute_traced {
+  int32_t ref;   /* IR value ref                                  */
+  int32_t t;     /* IR type ref                                   */
+  int32_t r;     /* region id where it was defined (0: top)       */
+  int32_t div;   /* known divisibility of an integer value        */
+  int32_t line;  /* Lua source line of the definition             */
+  int32_t isc;   /* 1: a constant with value cv                   */
+  double cv;
+} cute_traced;
+]]
+local tv_t = ffi.typeof("cute_traced")
+local istype = ffi.istype
+
+local function is_value(x) return istype(tv_t, x) end
+M.is_value = is_value
+
+local function gcd(a, b)
+  while b ~= 0 do a, b = b, a % b end
+  return math.abs(a)
+end
+
+-- new Value for IR ref with type t; div = known divisibility (ints)
+local function mk(ref, t, div)
+  if ref == 0 then ir_fail() end
+  return tv_t(ref, t, S.region, math.min(div or 1, 2 ^ 30), last_line or 0, 0, 0)
+end
+M.mk = mk
+
+local pending_check -- forward
+
+-- Check a Value may be used here (its region is still open).
+local function usable(v)
+  if not S.open[v.r] then
+    fail(("a traced value defined at line %s inside a loop or branch that has ended is used here; " ..
+      "carry values out of cute.range / cute.if_then bodies with cute.var"):format(tostring(v.line)))
+  end
+  return v
+end
+
+local function const(t, x)
+  local info = tinfo[t]
+  local ref
+  if info and info.float then
+    ref = C.cute_ir_const_float(S.ir, t, x)
+  else
+    if x % 1 ~= 0 then fail(("the number %s is not an integer (needed as %s)"):format(tostring(x), info and info.name or "?")) end
+    ref = C.cute_ir_const_int(S.ir, t, x)
+  end
+  if ref == 0 then ir_fail() end
+  local d = (info and info.int and x ~= 0) and math.min(math.abs(x), 2 ^ 30) or (x == 0 and 2 ^ 30 or 1)
+  return tv_t(ref, t, 0, d, last_line or 0, 1, x)
+end
+M.const = const
+
+-- Default type of a Lua number mixing into traced code.
+local function num_type(x) return (x % 1 == 0 and x >= -2 ^ 31 and x < 2 ^ 31) and T_I32 or T_F32 end
+
+local function cvt(v, t)
+  if v.t == t then return v end
+  setloc()
+  local ref = C.cute_ir_cvt(S.ir, t, v.ref, 0)
+  return mk(ref, t, tinfo[t] and tinfo[t].int and v.div or 1)
+end
+M.cvt = cvt
+
+local function rank_of(t)
+  local i = tinfo[t]
+  if not i then return 0 end
+  if i.float then return 100 + i.bits end
+  return i.bits + (i.signed and 0 or 0.5)
+end
+
+-- Bring two operands (Values or numbers) to one type.
+local function unify(a, b)
+  local av, bv = is_value(a), is_value(b)
+  if av and bv then
+    usable(a); usable(b)
+    if a.t == b.t then return a, b end
+    local ra, rb = rank_of(a.t), rank_of(b.t)
+    if ra >= rb then return a, cvt(b, a.t) end
+    return cvt(a, b.t), b
+  elseif av then
+    usable(a)
+    if type(b) ~= "number" then
+      fail(("cannot combine a traced %s with a %s value (%s)"):format(tinfo[a.t] and tinfo[a.t].name or "value", type(b), tostring(b)))
+    end
+    local info = tinfo[a.t]
+    if info and info.int and b % 1 ~= 0 then a = cvt(a, T_F32) end
+    return a, const(a.t, b)
+  else
+    usable(b)
+    if type(a) ~= "number" then
+      fail(("cannot combine a %s value (%s) with a traced %s"):format(type(a), tostring(a), tinfo[b.t] and tinfo[b.t].name or "value"))
+    end
+    local info = tinfo[b.t]
+    if info and info.int and a % 1 ~= 0 then b = cvt(b, T_F32) end
+    return const(b.t, a), b
+  end
+end
+M.unify = unify
+
+-- Lift a number or Value to a Value (of type t when a number; default by value).
+local function lift(x, t)
+  if is_value(x) then return usable(x) end
+  if type(x) == "boolean" then return const(T_I1, x and 1 or 0) end
+  if type(x) ~= "number" then fail("expected a number or a traced value, got " .. type(x) .. " " .. tostring(x)) end
+  return const(t or num_type(x), x)
+end
+M.lift = lift
+
+local OP = {}
+for _, n in ipairs({ "ADD", "SUB", "MUL", "DIV", "REM", "MIN", "MAX", "AND", "OR", "XOR", "SHL", "SHR",
+  "NEG", "ABS", "NOT", "FMA", "EQ", "NE", "LT", "LE", "GT", "GE", "SELECT", "ISNAN",
+  "SQRT", "RSQRT", "RCP", "EXP", "EXP2", "LOG", "LOG2", "SIN", "COS", "TANH", "ERF", "POW",
+  "FLOOR", "CEIL", "TRUNC", "ROUND", "POPC", "CLZ", "BREV", "PRMT", "EXTRACT", "INSERT", "VEC",
+  "BITCAST", "PTRCAST", "MULHI" }) do
+  OP[n] = C["CUTE_IR_" .. n]
+end
+M.OP = OP
+
+local function binop(opc, a, b, divf)
+  pending_check()
+  a, b = unify(a, b)
+  setloc()
+  local ref = C.cute_ir_op2(S.ir, opc, a.ref, b.ref)
+  return mk(ref, a.t, divf and divf(a, b) or 1)
+end
+M.binop = binop
+
+local function unop(opc, a)
+  pending_check()
+  a = lift(a)
+  setloc()
+  return mk(C.cute_ir_op1(S.ir, opc, a.ref), a.t)
+end
+M.unop = unop
+
+local function add_div(a, b) return gcd(a.div, b.div) end
+local function mul_div(a, b) return math.min(a.div * b.div, 2 ^ 30) end
+
+-- constant folding helpers: both constants -> Lua number arithmetic is done by
+-- callers (index math) before reaching here.
+V.__add = function(a, b) return binop(OP.ADD, a, b, add_div) end
+V.__sub = function(a, b) return binop(OP.SUB, a, b, add_div) end
+V.__mul = function(a, b) return binop(OP.MUL, a, b, mul_div) end
+V.__div = function(a, b)
+  local x = is_value(a) and a or b
+  local info = tinfo[x.t]
+  if info and info.int then
+    local other = rawequal(x, a) and b or a
+    if not (is_value(other) and tinfo[other.t].float) and not (type(other) == "number" and other % 1 ~= 0) then
+      fail("'/' on traced integers is ambiguous in Lua: write cute.div(a, b) for integer (truncating) " ..
+        "division, or convert first, e.g. cute.Float32(a) / b")
+    end
+  end
+  return binop(OP.DIV, a, b)
+end
+V.__mod = function(a, b) return binop(OP.REM, a, b) end
+V.__unm = function(a) return unop(OP.NEG, a) end
+V.__pow = function(a, b)
+  pending_check()
+  a, b = unify(a, b)
+  if not tinfo[a.t].float then a, b = cvt(a, T_F32), cvt(b, T_F32) end
+  setloc()
+  return mk(C.cute_ir_op(S.ir, OP.POW, 0, 2, ffi.new("int32_t[2]", a.ref, b.ref), 0, 0), a.t)
+end
+V.__concat = function(a, b) fail("'..' on a traced value: traced values are not strings; use cute.printf") end
+V.__len = function() fail("'#' on a traced value: use cute.size for tensors") end
+V.__tostring = function(v)
+  local t = tinfo[v.t]
+  return ("<traced %s %%%d>"):format(t and t.name or ffi.string(C.cute_ir_type_name(S and S.ir, v.t)), v.ref)
+end
+
+-- comparisons: emit, leave pending, return true
+local function cmp(opc, a, b)
+  pending_check()
+  a, b = unify(a, b)
+  local f, l = setloc()
+  local ref = C.cute_ir_op2(S.ir, opc, a.ref, b.ref)
+  local v = mk(ref, T_I1)
+  S.pending = v
+  S.pending_where = f .. ":" .. l
+  return true
+end
+V.__lt = function(a, b) return cmp(OP.LT, a, b) end
+V.__le = function(a, b) return cmp(OP.LE, a, b) end
+V.__eq = function(a, b)
+  -- LuaJIT calls __eq of a cdata against anything: only numbers and traced
+  -- values compare on the GPU; anything else (nil, tables) is simply unequal.
+  local ta, tb = type(a), type(b)
+  if not ((ta == "number" or is_value(a)) and (tb == "number" or is_value(b))) then return false end
+  if not S then return rawequal(a, b) end
+  return cmp(OP.EQ, a, b)
+end
+
+-- explicit comparison functions returning Values (usable in variables)
+function M.cmp_value(opc, a, b)
+  pending_check()
+  a, b = unify(a, b)
+  setloc()
+  return mk(C.cute_ir_op2(S.ir, opc, a.ref, b.ref), T_I1)
+end
+
+pending_check = function()
+  if S and S.pending then
+    local w = S.pending_where
+    S.pending = nil
+    error(w .. ": a comparison of traced values was used as a Lua boolean (Lua cannot branch on " ..
+      "values known only on the GPU). Write cute.if_then(a < b, function() ... end), " ..
+      "cute.select(a < b, x, y), or keep the condition with cute.lt(a, b) / cute.eq(a, b)", 0)
+  end
+end
+M.pending_check = pending_check
+
+-- Turn a condition argument into an i1 Value (consuming a pending comparison),
+-- or return a Lua boolean for compile-time conditions.
+function M.condition(c, what)
+  if is_value(c) then
+    if rawequal(S.pending, c) then S.pending = nil end
+    pending_check()
+    usable(c)
+    if c.t ~= T_I1 then return M.cmp_value(OP.NE, c, 0) end
+    return c
+  end
+  if type(c) == "boolean" then
+    local p = S and S.pending
+    if p then
+      S.pending = nil
+      if c then return p end
+      setloc()
+      return mk(C.cute_ir_op1(S.ir, OP.NOT, p.ref), T_I1)
+    end
+    return c
+  end
+  fail((what or "condition") .. ": expected a comparison, a traced boolean or a Lua boolean, got " ..
+    type(c) .. " " .. tostring(c))
+end
+
+-- methods on Values
+function V.to(v, dt)
+  local t = type(dt) == "table" and M.dtype_ir[dt.name] or dt
+  if not t then fail("to: unknown dtype " .. tostring(dt)) end
+  pending_check()
+  return cvt(usable(v), t)
+end
+function V.eq(a, b) return M.cmp_value(OP.EQ, a, b) end
+function V.ne(a, b) return M.cmp_value(OP.NE, a, b) end
+function V.lt(a, b) return M.cmp_value(OP.LT, a, b) end
+function V.le(a, b) return M.cmp_value(OP.LE, a, b) end
+function V.gt(a, b) return M.cmp_value(OP.GT, a, b) end
+function V.ge(a, b) return M.cmp_value(OP.GE, a, b) end
+function V.type_name(v) return ffi.string(C.cute_ir_type_name(S.ir, v.t)) end
+V.__index = V
+
+---------------------------------------------------------------------------
+-- regions and control flow
+---------------------------------------------------------------------------
+local function push_region(kind, line)
+  S.nregion = S.nregion + 1
+  local id = S.nregion
+  S.open[id] = true
+  S.stack[#S.stack + 1] = { id = id, kind = kind, line = line, parent = S.region }
+  S.region = id
+  return id
+end
+
+local function pop_region(kind)
+  local top = S.stack[#S.stack]
+  if not top or top.kind ~= kind then
+    fail(("internal: region mismatch (%s)"):format(kind))
+  end
+  S.stack[#S.stack] = nil
+  S.open[top.id] = nil
+  S.region = top.parent
+  return top
+end
+
+-- for i in cute.range(a, b [, step] [, {unroll = n | true | false}]) do ... end
+-- cute.range(n) iterates 0..n-1.  The body is traced once into an IR loop.
+function M.range(a, b, step, opts)
+  need_trace("cute.range")
+  pending_check()
+  if type(step) == "table" and opts == nil then opts, step = step, nil end
+  if b == nil then a, b = 0, a end
+  step = step or 1
+  if type(step) == "number" and step <= 0 then fail("cute.range: step must be positive, got " .. step) end
+  local unroll = 0
+  if opts then
+    local u = opts.unroll
+    if u == true then unroll = C.CUTE_UNROLL_FULL
+    elseif u == false then unroll = C.CUTE_UNROLL_DISABLE
+    elseif type(u) == "number" then unroll = u end
+  end
+  local lo, hi, st = lift(a, T_I32), lift(b, T_I32), lift(step, T_I32)
+  if lo.t ~= T_I32 then lo = cvt(lo, T_I32) end
+  if hi.t ~= T_I32 then hi = cvt(hi, T_I32) end
+  if st.t ~= T_I32 then st = cvt(st, T_I32) end
+  local state = 0
+  local depth
+  return function()
+    if state == 0 then
+      state = 1
+      local f, l = setloc()
+      local iv = C.cute_ir_for(S.ir, lo.ref, hi.ref, st.ref, unroll)
+      if iv == 0 then ir_fail() end
+      push_region("for", l)
+      depth = #S.stack
+      local d = 1
+      if type(a) == "number" and type(step) == "number" then d = gcd(a, step) end
+      return mk(iv, T_I32, d)
+    elseif state == 1 then
+      state = 2
+      pending_check()
+      if #S.stack ~= depth then
+        fail("cute.range: the loop body left a region open")
+      end
+      pop_region("for")
+      setloc()
+      if C.cute_ir_end(S.ir) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
+      return nil
+    end
+    return nil
+  end
+end
+
+-- for i in cute.range_constexpr(a, b [, step]): a plain Lua loop, unrolled at trace time.
+function M.range_constexpr(a, b, step)
+  if b == nil then a, b = 0, a end
+  step = step or 1
+  for _, x in ipairs({ a, b, step }) do
+    if type(x) ~= "number" then
+      fail("cute.range_constexpr: bounds must be Lua numbers (known at trace time), got " .. tostring(x) ..
+        "; use cute.range for loops over traced values")
+    end
+  end
+  local i = a - step
+  return function()
+    i = i + step
+    if i < b then return i end
+  end
+end
+
+local function run_branch(fn, kind)
+  local depth = #S.stack
+  local r = fn()
+  pending_check()
+  if r ~= nil then
+    fail("cute.if_then: branch functions cannot return traced values; assign results to a cute.var " ..
+      "declared before the if (v.value = x)")
+  end
+  if #S.stack ~= depth then fail("cute.if_then: a branch left a region open") end
+end
+
+-- cute.if_then(cond, then_fn [, else_fn]).  A Lua boolean condition selects a
+-- branch at trace time; a traced condition emits an IR if/else.
+function M.if_then(cond, then_fn, else_fn)
+  need_trace("cute.if_then")
+  local c = M.condition(cond, "cute.if_then")
+  if type(then_fn) ~= "function" or (else_fn ~= nil and type(else_fn) ~= "function") then
+    fail("cute.if_then(cond, then_fn [, else_fn]): branches must be functions")
+  end
+  if type(c) == "boolean" then
+    if c then then_fn() elseif else_fn then else_fn() end
+    return
+  end
+  local f, l = setloc()
+  if C.cute_ir_if(S.ir, c.ref, 0) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
+  push_region("if", l)
+  run_branch(then_fn)
+  pop_region("if")
+  if else_fn then
+    setloc()
+    if C.cute_ir_else(S.ir) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
+    push_region("if", l)
+    run_branch(else_fn)
+    pop_region("if")
+  end
+  setloc()
+  if C.cute_ir_end(S.ir) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
+end
+
+-- cute.while_(cond_fn, body_fn): cond_fn is traced (returns a condition).
+function M.while_(cond_fn, body_fn)
+  need_trace("cute.while_")
+  pending_check()
+  local f, l = setloc()
+  if C.cute_ir_while(S.ir) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
+  push_region("while", l)
+  local c = M.condition(cond_fn(), "cute.while_")
+  if type(c) == "boolean" then c = const(T_I1, c and 1 or 0) end
+  setloc()
+  if C.cute_ir_do(S.ir, c.ref) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
+  run_branch(body_fn)
+  pop_region("while")
+  setloc()
+  if C.cute_ir_end(S.ir) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
+end
+
+-- cute.select(cond, a, b)
+function M.select(cond, a, b)
+  need_trace("cute.select")
+  local c = M.condition(cond, "cute.select")
+  if type(c) == "boolean" then return c and a or b end
+  a, b = unify(a, b)
+  setloc()
+  return mk(C.cute_ir_op3(S.ir, OP.SELECT, c.ref, a.ref, b.ref), a.t)
+end
+
+-- early return from the kernel
+function M.return_()
+  need_trace("cute.return_")
+  pending_check()
+  setloc()
+  if C.cute_ir_ret(S.ir, 0) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
+end
+
+---------------------------------------------------------------------------
+-- mutable variables
+---------------------------------------------------------------------------
+local Var = {}
+M.Var = Var
+
+local function var_get(v)
+  pending_check()
+  if not S.open[v.r] then fail("a cute.var declared inside an ended loop or branch is used here") end
+  setloc()
+  return mk(C.cute_ir_vget(S.ir, v.ref), v.t, 1)
+end
+
+Var.__index = function(v, k)
+  if k == "value" then return var_get(v) end
+  return Var[k]
+end
+Var.__newindex = function(v, k, x)
+  if k ~= "value" then fail("cute.var: only .value can be assigned (got ." .. tostring(k) .. ")") end
+  pending_check()
+  local val = lift(x, v.t)
+  if val.t ~= v.t then val = cvt(val, v.t) end
+  setloc()
+  if C.cute_ir_vset(S.ir, v.ref, val.ref) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
+end
+function Var.get(v) return var_get(v) end
+function Var.set(v, x) Var.__newindex(v, "value", x) end
+for _, mm in ipairs({ "__add", "__sub", "__mul", "__div", "__mod", "__pow", "__lt", "__le" }) do
+  Var[mm] = function(a, b)
+    if getmetatable(a) == Var then a = var_get(a) end
+    if getmetatable(b) == Var then b = var_get(b) end
+    return V[mm](a, b)
+  end
+end
+Var.__unm = function(a) return V.__unm(var_get(a)) end
+
+-- cute.var(init [, dtype]): a mutable variable (lowered to a register).
+function M.var(init, dt)
+  need_trace("cute.var")
+  pending_check()
+  local t
+  if dt then
+    t = type(dt) == "table" and M.dtype_ir[dt.name] or dt
+    if not tinfo[t] then fail("cute.var: unknown dtype " .. tostring(dt)) end
+  end
+  local iv = lift(init, t)
+  if t and iv.t ~= t then iv = cvt(iv, t) end
+  setloc()
+  local ref = C.cute_ir_var(S.ir, iv.t, iv.ref)
+  if ref == 0 then ir_fail() end
+  return setmetatable({ ref = ref, t = iv.t, r = S.region }, Var)
+end
+
+function M.is_var(x) return getmetatable(x) == Var end
+
+---------------------------------------------------------------------------
+-- trace session
+---------------------------------------------------------------------------
+-- begin(ir): make ir current; returns the previous state (to support nesting).
+function M.begin(ir)
+  local prev = S
+  S = { ir = ir, open = { [0] = true }, stack = {}, region = 0, nregion = 0, pending = nil }
+  last_file, last_line = nil, nil
+  return prev
+end
+
+function M.finish(prev)
+  local cur = S
+  local ok, err = true, nil
+  if cur.pending then
+    ok, err = false, cur.pending_where .. ": a comparison of traced values was used as a Lua boolean " ..
+      "(Lua cannot branch on values known only on the GPU). Write cute.if_then(a < b, function() ... end)"
+  elseif #cur.stack > 0 then
+    local top = cur.stack[#cur.stack]
+    ok, err = false, ("line %s: a %s region was never closed (a `break` or `return` inside a cute.range " ..
+      "body is not supported; use cute.if_then / cute.return_)"):format(tostring(top.line), top.kind)
+  end
+  S = prev
+  last_file, last_line = nil, nil
+  return ok, err
+end
+
+function M.abort(prev)
+  S = prev
+  last_file, last_line = nil, nil
+end
+
+M.setloc = setloc
+M.ir_fail = ir_fail
+ffi.metatype(tv_t, V)
+M.gcd = gcd
+return M

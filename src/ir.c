@@ -1,0 +1,857 @@
+/* ir.c -- kernel IR context: strings, types, constants, functions and the
+ * builder entry points (the checks themselves are in ir_check.c). */
+#include "ir.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- tables ------------------------------------------------------------ */
+const ir_opinfo ir_ops[IR_NOPS] = {
+#define IR_OPROW(id, name, mn, mx, k1, k2, fl) {name, mn, mx, k1, k2, fl},
+    IROPDEF(IR_OPROW)
+#undef IR_OPROW
+};
+
+static const char *const ir_hint_names[] = {IR_HINT_NAMES};
+static const char *const ir_rnd_names[] = {IR_RND_NAMES};
+static const char *const ir_math_names[] = {IR_MATH_NAMES};
+static const char *const ir_sreg_names[] = {IR_SREG_NAMES};
+static const char *const ir_scope_names[] = {IR_SCOPE_NAMES};
+static const char *const ir_shfl_names[] = {IR_SHFL_NAMES};
+static const char *const ir_vote_names[] = {IR_VOTE_NAMES};
+static const char *const ir_atom_names[] = {IR_ATOM_NAMES};
+
+#define IR_NN(a) ((a) ? (int)(sizeof(a) / sizeof((a)[0])) : 0)
+const ir_immkind ir_immk[IK_COUNT_] = {
+#define IR_IKROW(id, key, names, str) {key, names, IR_NN(names), str},
+    IMMKDEF(IR_IKROW)
+#undef IR_IKROW
+};
+
+_Static_assert(IR_NOPS == CUTE_IR_OP_COUNT_, "irdef.h and cute_ir.h opcodes differ");
+_Static_assert(IR_ASM == CUTE_IR_ASM && IR_LOAD == CUTE_IR_LOAD && IR_FMA == CUTE_IR_FMA,
+               "irdef.h and cute_ir.h opcodes differ");
+_Static_assert(IR_NN(ir_sreg_names) == CUTE_SREG_COUNT_, "sreg names");
+
+static const struct { const char *name; int bits, cls; } ir_scalars[] = {
+    {"?", 0, 0},
+#define IR_TYROW(id, name, bits, cls) {name, bits, cls},
+    IRTYDEF(IR_TYROW)
+#undef IR_TYROW
+};
+static const char *const ir_space_names[] = {IR_SPACE_NAMES};
+
+/* ---- growable buffer ------------------------------------------------------ */
+void ir_buf_put(ir_buf *b, const char *s, size_t n) {
+  if (b->oom) return;
+  if (b->n + n + 1 > b->cap) {
+    size_t nc = b->cap ? b->cap * 2 : 1024;
+    while (nc < b->n + n + 1) nc *= 2;
+    char *p = realloc(b->p, nc);
+    if (!p) { b->oom = 1; return; }
+    b->p = p;
+    b->cap = nc;
+  }
+  memcpy(b->p + b->n, s, n);
+  b->n += n;
+  b->p[b->n] = 0;
+}
+void ir_buf_puts(ir_buf *b, const char *s) { ir_buf_put(b, s, strlen(s)); }
+void ir_buf_printf(ir_buf *b, const char *fmt, ...) {
+  char tmp[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n < sizeof tmp) { ir_buf_put(b, tmp, (size_t)n); return; }
+  char *big = malloc((size_t)n + 1);
+  if (!big) { b->oom = 1; return; }
+  va_start(ap, fmt);
+  vsnprintf(big, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  ir_buf_put(b, big, (size_t)n);
+  free(big);
+}
+void ir_buf_quote(ir_buf *b, const char *s) {
+  ir_buf_put(b, "\"", 1);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    char t[8];
+    if (*p == '"' || *p == '\\') { t[0] = '\\'; t[1] = (char)*p; ir_buf_put(b, t, 2); }
+    else if (*p == '\n') ir_buf_put(b, "\\n", 2);
+    else if (*p == '\t') ir_buf_put(b, "\\t", 2);
+    else if (*p < 32 || *p >= 127) { snprintf(t, sizeof t, "\\x%02x", *p); ir_buf_put(b, t, 4); }
+    else ir_buf_put(b, (const char *)p, 1);
+  }
+  ir_buf_put(b, "\"", 1);
+}
+
+/* ---- errors ------------------------------------------------------------------ */
+int ir_fail(cute_ir *ir, int code, const char *fmt, ...) {
+  if (ir->err_code) return ir->err_code;
+  ir->err_code = code;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ir->err, sizeof ir->err, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+/* ---- strings (interned) ---------------------------------------------------------- */
+static uint32_t ir_hash(const char *s, size_t n) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+  return h;
+}
+
+int32_t ir_str(cute_ir *ir, const char *s, size_t len) {
+  if (!s) return 0;
+  if (len == 0) return 0;
+  if ((ir->nstrs + 1) * 2 > ir->shcap) {
+    int32_t nc = ir->shcap ? ir->shcap * 2 : 64;
+    int32_t *h = calloc((size_t)nc, sizeof *h);
+    if (!h) return -1;
+    for (int32_t i = 1; i < ir->nstrs; i++) {
+      uint32_t k = ir_hash(ir->strs[i], strlen(ir->strs[i])) & (uint32_t)(nc - 1);
+      while (h[k]) k = (k + 1) & (uint32_t)(nc - 1);
+      h[k] = i;
+    }
+    free(ir->shash);
+    ir->shash = h;
+    ir->shcap = nc;
+  }
+  uint32_t k = ir_hash(s, len) & (uint32_t)(ir->shcap - 1);
+  while (ir->shash[k]) {
+    const char *t = ir->strs[ir->shash[k]];
+    if (strlen(t) == len && !memcmp(t, s, len)) return ir->shash[k];
+    k = (k + 1) & (uint32_t)(ir->shcap - 1);
+  }
+  if (ir->nstrs >= ir->capstrs) {
+    int32_t nc = ir->capstrs * 2;
+    char **p = realloc(ir->strs, sizeof *p * (size_t)nc);
+    if (!p) return -1;
+    ir->strs = p;
+    ir->capstrs = nc;
+  }
+  char *c = malloc(len + 1);
+  if (!c) return -1;
+  memcpy(c, s, len);
+  c[len] = 0;
+  ir->strs[ir->nstrs] = c;
+  ir->shash[k] = ir->nstrs;
+  return ir->nstrs++;
+}
+
+const char *ir_strget(const cute_ir *ir, int32_t id) {
+  return id > 0 && id < ir->nstrs ? ir->strs[id] : "";
+}
+
+/* ---- context ------------------------------------------------------------------ */
+cute_ir *cute_ir_new(void) {
+  cute_ir *ir = calloc(1, sizeof *ir);
+  if (!ir) return NULL;
+  ir->checks = 1;
+  ir->captypes = 64;
+  ir->types = calloc((size_t)ir->captypes, sizeof *ir->types);
+  ir->capstrs = 64;
+  ir->strs = calloc((size_t)ir->capstrs, sizeof *ir->strs);
+  ir->capfuncs = 8;
+  ir->funcs = calloc((size_t)ir->capfuncs, sizeof *ir->funcs);
+  if (!ir->types || !ir->strs || !ir->funcs) { cute_ir_free(ir); return NULL; }
+  ir->strs[0] = calloc(1, 1);
+  ir->nstrs = 1;
+  ir->nfuncs = 1;
+  for (int k = CUTE_T_VOID; k <= CUTE_T_F64; k++) ir->types[k].kind = (uint8_t)k;
+  ir->ntypes = CUTE_T_F64 + 1;
+  return ir;
+}
+
+static void ir_func_free(ir_func *f) {
+  free(f->inst);
+  free(f->pool);
+  free(f->cst);
+  free(f->chash);
+  free(f->scope.s);
+}
+
+void cute_ir_free(cute_ir *ir) {
+  if (!ir) return;
+  for (int32_t i = 1; i < ir->nfuncs; i++) ir_func_free(&ir->funcs[i]);
+  free(ir->funcs);
+  for (int32_t i = 0; i < ir->nstrs; i++) free(ir->strs[i]);
+  free(ir->strs);
+  free(ir->shash);
+  free(ir->types);
+  free(ir->printbuf);
+  free(ir);
+}
+
+int cute_ir_status(cute_ir *ir, cute_err *err) {
+  if (!ir) {
+    if (err) { err->code = CUTE_E_STATE; snprintf(err->msg, sizeof err->msg, "cute_ir: NULL context"); }
+    return CUTE_E_STATE;
+  }
+  if (err) {
+    err->code = ir->err_code;
+    snprintf(err->msg, sizeof err->msg, "%s", ir->err);
+  }
+  return ir->err_code;
+}
+
+const char *cute_ir_error(cute_ir *ir) { return ir ? ir->err : "NULL context"; }
+void cute_ir_set_checks(cute_ir *ir, int on) { if (ir) ir->checks = on != 0; }
+
+void cute_ir_set_loc(cute_ir *ir, const char *file, int line) {
+  if (!ir || ir->err_code) return;
+  if (!file) ir->loc_file = 0;
+  else if (!(ir->loc_file > 0 && !strcmp(ir->strs[ir->loc_file], file)))
+    ir->loc_file = ir_str(ir, file, strlen(file));
+  if (ir->loc_file < 0) { ir->loc_file = 0; ir_fail(ir, CUTE_E_NOMEM, "out of memory"); }
+  ir->loc_line = line;
+}
+
+/* ---- types ----------------------------------------------------------------------- */
+int ir_scalar_class(int32_t t) { return t >= CUTE_T_VOID && t <= CUTE_T_F64 ? ir_scalars[t].cls : 0; }
+int ir_bits(int32_t t) { return t >= CUTE_T_VOID && t <= CUTE_T_F64 ? ir_scalars[t].bits : 0; }
+
+int ir_type_valid(const cute_ir *ir, int32_t t) { return t > 0 && t < ir->ntypes; }
+
+int32_t ir_scalar_of(const cute_ir *ir, int32_t t) {
+  if (!ir_type_valid(ir, t)) return 0;
+  return ir->types[t].kind == CUTE_T_VEC ? ir->types[t].elem : t;
+}
+int ir_is_int(const cute_ir *ir, int32_t t) {
+  int c = ir_scalar_class(ir_scalar_of(ir, t));
+  return c == 1 || c == 2;
+}
+int ir_is_float(const cute_ir *ir, int32_t t) { return ir_scalar_class(ir_scalar_of(ir, t)) == 3; }
+int ir_is_signed(const cute_ir *ir, int32_t t) { return ir_scalar_class(ir_scalar_of(ir, t)) == 1; }
+
+int ir_tsize(const cute_ir *ir, int32_t t) {
+  if (!ir_type_valid(ir, t)) return 0;
+  const ir_type *ty = &ir->types[t];
+  if (ty->kind == CUTE_T_PTR) return 8;
+  if (ty->kind == CUTE_T_VEC) return ty->n * ir_tsize(ir, ty->elem);
+  if (ty->kind == CUTE_T_I1) return 1;
+  return ir_bits(t) / 8;
+}
+
+int32_t ir_type_get(cute_ir *ir, int kind, int n, int32_t elem) {
+  if (kind >= CUTE_T_VOID && kind <= CUTE_T_F64) return kind;
+  for (int32_t i = CUTE_T_F64 + 1; i < ir->ntypes; i++)
+    if (ir->types[i].kind == kind && ir->types[i].n == n && ir->types[i].elem == elem) return i;
+  if (ir->ntypes >= ir->captypes) {
+    int32_t nc = ir->captypes * 2;
+    ir_type *p = realloc(ir->types, sizeof *p * (size_t)nc);
+    if (!p) { ir_fail(ir, CUTE_E_NOMEM, "out of memory"); return 0; }
+    ir->types = p;
+    ir->captypes = nc;
+  }
+  ir->types[ir->ntypes] = (ir_type){(uint8_t)kind, (uint8_t)n, elem};
+  return ir->ntypes++;
+}
+
+int32_t cute_ir_t_vec(cute_ir *ir, int32_t elem, int lanes) {
+  if (!ir || ir->err_code) return 0;
+  int c = ir_scalar_class(elem);
+  if (c < 1 || c > 3 || (lanes != 2 && lanes != 4 && lanes != 8)) {
+    ir_fail(ir, CUTE_E_ARG, "vector type: need 2, 4 or 8 lanes of an int or float scalar (got %d x %s)",
+            lanes, ir_type_valid(ir, elem) ? cute_ir_type_name(ir, elem) : "?");
+    return 0;
+  }
+  if (ir_bits(elem) * lanes > 128) {
+    ir_fail(ir, CUTE_E_ARG, "vector type: %d x %s is wider than 16 bytes", lanes, ir_scalars[elem].name);
+    return 0;
+  }
+  return ir_type_get(ir, CUTE_T_VEC, lanes, elem);
+}
+
+int32_t cute_ir_t_ptr(cute_ir *ir, int32_t elem, int space) {
+  if (!ir || ir->err_code) return 0;
+  if (!ir_type_valid(ir, elem) || elem == CUTE_T_VOID || elem == CUTE_T_I1) {
+    ir_fail(ir, CUTE_E_ARG, "pointer type: bad element type %d", elem);
+    return 0;
+  }
+  if (space != 0 && space != 1 && space != 3 && space != 4 && space != 5) {
+    ir_fail(ir, CUTE_E_ARG, "pointer type: bad address space %d", space);
+    return 0;
+  }
+  return ir_type_get(ir, CUTE_T_PTR, space, elem);
+}
+
+int cute_ir_type_kind(cute_ir *ir, int32_t t) {
+  return ir && ir_type_valid(ir, t) ? ir->types[t].kind : 0;
+}
+int32_t cute_ir_type_elem(cute_ir *ir, int32_t t, int *n) {
+  if (!ir || !ir_type_valid(ir, t) || ir->types[t].kind < CUTE_T_VEC) { if (n) *n = 0; return 0; }
+  if (n) *n = ir->types[t].n;
+  return ir->types[t].elem;
+}
+int cute_ir_type_size(cute_ir *ir, int32_t t) { return ir ? ir_tsize(ir, t) : 0; }
+
+int ir_type_fmt(const cute_ir *ir, int32_t t, char *buf, size_t cap) {
+  if (!ir_type_valid(ir, t)) return snprintf(buf, cap, "?");
+  const ir_type *ty = &ir->types[t];
+  if (ty->kind == CUTE_T_VEC) return snprintf(buf, cap, "%sx%d", ir_scalars[ty->elem].name, ty->n);
+  if (ty->kind == CUTE_T_PTR) {
+    int n = snprintf(buf, cap, "ptr.%s.", ir_space_names[ty->n]);
+    if (n < 0 || (size_t)n >= cap) return n;
+    return n + ir_type_fmt(ir, ty->elem, buf + n, cap - (size_t)n);
+  }
+  return snprintf(buf, cap, "%s", ir_scalars[ty->kind].name);
+}
+
+const char *ir_type_str(cute_ir *ir, int32_t t) {
+  char *b = ir->tname[ir->tname_i++ & 3];
+  ir_type_fmt(ir, t, b, sizeof ir->tname[0]);
+  return b;
+}
+const char *cute_ir_type_name(cute_ir *ir, int32_t t) { return ir ? ir_type_str(ir, t) : "?"; }
+
+int32_t ir_type_from_text(cute_ir *ir, const char *s, const char **end) {
+  *end = s;
+  if (!strncmp(s, "ptr.", 4)) {
+    const char *p = s + 4;
+    for (int sp = 0; sp < 6; sp++) {
+      size_t l = strlen(ir_space_names[sp]);
+      if (l && !strncmp(p, ir_space_names[sp], l) && p[l] == '.') {
+        const char *e;
+        int32_t el = ir_type_from_text(ir, p + l + 1, &e);
+        if (!el) return 0;
+        int32_t t = ir_type_get(ir, CUTE_T_PTR, sp, el);
+        if (t) *end = e;
+        return t;
+      }
+    }
+    return 0;
+  }
+  size_t n = 0;
+  while ((s[n] >= 'a' && s[n] <= 'z' && s[n] != 'x') || (s[n] >= '0' && s[n] <= '9')) n++;
+  int32_t sc = 0;
+  for (int k = CUTE_T_VOID; k <= CUTE_T_F64; k++)
+    if (strlen(ir_scalars[k].name) == n && !strncmp(s, ir_scalars[k].name, n)) sc = k;
+  if (!sc) return 0;
+  const char *p = s + n;
+  if (*p == 'x' && p[1] >= '0' && p[1] <= '9') {
+    int lanes = 0;
+    p++;
+    while (*p >= '0' && *p <= '9' && lanes < 1000) lanes = lanes * 10 + (*p++ - '0');
+    int c = ir_scalar_class(sc);
+    if (c < 1 || c > 3 || (lanes != 2 && lanes != 4 && lanes != 8) || ir_bits(sc) * lanes > 128)
+      return 0;
+    int32_t t = ir_type_get(ir, CUTE_T_VEC, lanes, sc);
+    if (t) *end = p;
+    return t;
+  }
+  *end = p;
+  return sc;
+}
+
+int32_t cute_ir_type_parse(cute_ir *ir, const char *name) {
+  if (!ir || ir->err_code || !name) return 0;
+  const char *e;
+  int32_t t = ir_type_from_text(ir, name, &e);
+  if (!t || *e) { ir_fail(ir, CUTE_E_PARSE, "bad type name '%s'", name); return 0; }
+  return t;
+}
+
+/* ---- constants ---------------------------------------------------------------------- */
+int64_t ir_norm_int(int32_t t, int64_t v) {
+  switch (t) {
+  case CUTE_T_I1: return v & 1;
+  case CUTE_T_I8: return (int8_t)v;
+  case CUTE_T_I16: return (int16_t)v;
+  case CUTE_T_I32: return (int32_t)v;
+  case CUTE_T_U8: return (uint8_t)v;
+  case CUTE_T_U16: return (uint16_t)v;
+  case CUTE_T_U32: return (uint32_t)v;
+  default: return v;
+  }
+}
+
+static uint16_t ir_f2h(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  int32_t e = (int32_t)((x >> 23) & 0xff);
+  uint32_t m = x & 0x7fffffu;
+  if (e == 255) return (uint16_t)(sign | 0x7c00u | (m ? 0x200u | (m >> 13) : 0));
+  int32_t he = e - 127 + 15;
+  if (he >= 31) return (uint16_t)(sign | 0x7c00u);
+  if (he <= 0) {
+    if (he < -10) return (uint16_t)sign;
+    m |= 0x800000u;
+    uint32_t shift = (uint32_t)(14 - he);
+    uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (r & 1))) r++;
+    return (uint16_t)(sign | r);
+  }
+  uint32_t r = ((uint32_t)he << 10) | (m >> 13), rem = m & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (r & 1))) r++;
+  return (uint16_t)(sign | r);
+}
+static float ir_h2f(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ffu, x;
+  if (e == 31) x = sign | 0x7f800000u | (m << 13);
+  else if (e == 0) {
+    float f = ldexpf((float)m, -24);
+    return sign ? -f : f;
+  } else x = sign | ((e - 15 + 127) << 23) | (m << 13);
+  float f;
+  memcpy(&f, &x, 4);
+  return f;
+}
+static uint16_t ir_f2bf(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
+  x += 0x7fffu + ((x >> 16) & 1);
+  return (uint16_t)(x >> 16);
+}
+static float ir_bf2f(uint16_t b) {
+  uint32_t x = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &x, 4);
+  return f;
+}
+
+int64_t ir_float_bits(int32_t t, double v) {
+  float f = (float)v;
+  uint32_t u;
+  switch (t) {
+  case CUTE_T_F64: { int64_t b; memcpy(&b, &v, 8); return b; }
+  case CUTE_T_F32: memcpy(&u, &f, 4); return u;
+  case CUTE_T_F16: return ir_f2h(f);
+  case CUTE_T_BF16: return ir_f2bf(f);
+  default: return 0;
+  }
+}
+
+double ir_const_as_double(int32_t t, int64_t bits) {
+  switch (t) {
+  case CUTE_T_F64: { double d; memcpy(&d, &bits, 8); return d; }
+  case CUTE_T_F32: { uint32_t u = (uint32_t)bits; float f; memcpy(&f, &u, 4); return f; }
+  case CUTE_T_F16: return ir_h2f((uint16_t)bits);
+  case CUTE_T_BF16: return ir_bf2f((uint16_t)bits);
+  case CUTE_T_U64: return (double)(uint64_t)bits;
+  default: return (double)bits;
+  }
+}
+
+static uint32_t ir_chash(int32_t t, int64_t bits) {
+  uint64_t h = (uint64_t)bits * 0x9E3779B97F4A7C15ull ^ (uint64_t)t * 0xC2B2AE3D27D4EB4Full;
+  return (uint32_t)(h >> 32) ^ (uint32_t)h;
+}
+
+int32_t ir_const_bits(cute_ir *ir, int32_t t, int64_t bits) {
+  ir_func *f = ir_curf(ir);
+  if (!f) { ir_fail(ir, CUTE_E_STATE, "constant: no current function (call cute_ir_func first)"); return 0; }
+  if ((f->ncst + 1) * 2 > f->chcap) {
+    int32_t nc = f->chcap ? f->chcap * 2 : 64;
+    int32_t *h = calloc((size_t)nc, sizeof *h);
+    if (!h) { ir_fail(ir, CUTE_E_NOMEM, "out of memory"); return 0; }
+    for (int32_t i = 1; i < f->ncst; i++) {
+      uint32_t k = ir_chash(f->cst[i].type, f->cst[i].bits) & (uint32_t)(nc - 1);
+      while (h[k]) k = (k + 1) & (uint32_t)(nc - 1);
+      h[k] = i;
+    }
+    free(f->chash);
+    f->chash = h;
+    f->chcap = nc;
+  }
+  uint32_t k = ir_chash(t, bits) & (uint32_t)(f->chcap - 1);
+  while (f->chash[k]) {
+    ir_const *c = &f->cst[f->chash[k]];
+    if (c->type == t && c->bits == bits) return -f->chash[k];
+    k = (k + 1) & (uint32_t)(f->chcap - 1);
+  }
+  if (f->ncst == 0) f->ncst = 1;
+  if (f->ncst >= f->capcst) {
+    int32_t nc = f->capcst ? f->capcst * 2 : 32;
+    ir_const *p = realloc(f->cst, sizeof *p * (size_t)nc);
+    if (!p) { ir_fail(ir, CUTE_E_NOMEM, "out of memory"); return 0; }
+    f->cst = p;
+    f->capcst = nc;
+  }
+  f->cst[f->ncst] = (ir_const){t, 0, bits};
+  f->chash[k] = f->ncst;
+  return -(f->ncst++);
+}
+
+int32_t cute_ir_const_int(cute_ir *ir, int32_t t, int64_t v) {
+  if (!ir || ir->err_code) return 0;
+  if (ir_scalar_class(t) == 3) return ir_const_bits(ir, t, ir_float_bits(t, (double)v));
+  if (ir_scalar_class(t) != 1 && ir_scalar_class(t) != 2 && t != CUTE_T_I1) {
+    ir_fail(ir, CUTE_E_ARG, "const_int: type %s is not a scalar number", ir_type_str(ir, t));
+    return 0;
+  }
+  return ir_const_bits(ir, t, ir_norm_int(t, v));
+}
+
+int32_t cute_ir_const_float(cute_ir *ir, int32_t t, double v) {
+  if (!ir || ir->err_code) return 0;
+  if (ir_scalar_class(t) != 3) {
+    int c = ir_scalar_class(t);
+    if (c == 1 || c == 2 || c == 4) {
+      if (!(v == v) || v > 1.8e19 || v < -9.3e18) {
+        ir_fail(ir, CUTE_E_ARG, "const_float: %g does not fit %s", v, ir_type_str(ir, t));
+        return 0;
+      }
+      return cute_ir_const_int(ir, t, c == 2 && v >= 9.2e18 ? (int64_t)(uint64_t)v : (int64_t)v);
+    }
+    ir_fail(ir, CUTE_E_ARG, "const_float: type %s is not a scalar number", ir_type_str(ir, t));
+    return 0;
+  }
+  return ir_const_bits(ir, t, ir_float_bits(t, v));
+}
+
+/* ---- functions -------------------------------------------------------------------------- */
+int32_t cute_ir_func(cute_ir *ir, const char *name, int kind, int32_t ret) {
+  if (!ir || ir->err_code) return 0;
+  if (!name || !*name) { ir_fail(ir, CUTE_E_ARG, "func: empty name"); return 0; }
+  for (const char *p = name; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          *p == '_' || *p == '$' || *p == '.') || (p == name && *p >= '0' && *p <= '9')) {
+      ir_fail(ir, CUTE_E_ARG, "func: bad name '%s' (letters, digits, _ $ . only)", name);
+      return 0;
+    }
+  if (kind != CUTE_FN_KERNEL && kind != CUTE_FN_DEVICE) {
+    ir_fail(ir, CUTE_E_ARG, "func %s: bad kind %d", name, kind);
+    return 0;
+  }
+  if (ret == 0) ret = CUTE_T_VOID;
+  if (!ir_type_valid(ir, ret) || (kind == CUTE_FN_KERNEL && ret != CUTE_T_VOID)) {
+    ir_fail(ir, CUTE_E_ARG, "func %s: bad return type (kernels return void)", name);
+    return 0;
+  }
+  for (int32_t i = 1; i < ir->nfuncs; i++)
+    if (!strcmp(ir_strget(ir, ir->funcs[i].name), name)) {
+      ir_fail(ir, CUTE_E_ARG, "func: '%s' is already defined", name);
+      return 0;
+    }
+  if (ir->nfuncs >= ir->capfuncs) {
+    int32_t nc = ir->capfuncs * 2;
+    ir_func *p = realloc(ir->funcs, sizeof *p * (size_t)nc);
+    if (!p) { ir_fail(ir, CUTE_E_NOMEM, "out of memory"); return 0; }
+    ir->funcs = p;
+    ir->capfuncs = nc;
+  }
+  ir_func *f = &ir->funcs[ir->nfuncs];
+  memset(f, 0, sizeof *f);
+  f->name = ir_str(ir, name, strlen(name));
+  f->kind = kind;
+  f->ret = ret;
+  f->ninst = 1;
+  f->ncst = 1;
+  ir->cur = ir->nfuncs;
+  return ir->nfuncs++;
+}
+
+int cute_ir_func_select(cute_ir *ir, int32_t fn) {
+  if (!ir) return CUTE_E_STATE;
+  if (ir->err_code) return ir->err_code;
+  if (fn <= 0 || fn >= ir->nfuncs) return ir_fail(ir, CUTE_E_ARG, "func_select: no function %d", fn);
+  ir->cur = fn;
+  return 0;
+}
+int32_t cute_ir_func_count(cute_ir *ir) { return ir ? ir->nfuncs - 1 : 0; }
+const char *cute_ir_func_name(cute_ir *ir, int32_t fn) {
+  return ir && fn > 0 && fn < ir->nfuncs ? ir_strget(ir, ir->funcs[fn].name) : NULL;
+}
+
+int32_t cute_ir_param(cute_ir *ir, int32_t type, const char *name, int flags, int align) {
+  if (!ir || ir->err_code) return 0;
+  ir_func *f = ir_curf(ir);
+  if (!f) { ir_fail(ir, CUTE_E_STATE, "param: no current function"); return 0; }
+  if (f->ninst != f->nparams + 1) {
+    ir_fail(ir, CUTE_E_STATE, "param: parameters must come before the first instruction of %s",
+            ir_strget(ir, f->name));
+    return 0;
+  }
+  if (!ir_type_valid(ir, type) || type == CUTE_T_VOID) {
+    ir_fail(ir, CUTE_E_ARG, "param %d of %s: bad type", f->nparams, ir_strget(ir, f->name));
+    return 0;
+  }
+  if ((flags & ~3) || align < 0 || (align & (align - 1)) || align > 4096 ||
+      ((flags || align) && ir->types[type].kind != CUTE_T_PTR)) {
+    ir_fail(ir, CUTE_E_ARG, "param %d of %s: noalias/readonly/align need a pointer and align a power of two",
+            f->nparams, ir_strget(ir, f->name));
+    return 0;
+  }
+  int32_t nm = name && *name ? ir_str(ir, name, strlen(name)) : 0;
+  int32_t r = ir_emit(ir, IR_PARAM, type, 0, NULL, nm, (int64_t)flags | ((int64_t)align << 8));
+  if (r) f->nparams++;
+  return r;
+}
+
+int cute_ir_launch_bounds(cute_ir *ir, int max_threads, int min_blocks) {
+  if (!ir) return CUTE_E_STATE;
+  if (ir->err_code) return ir->err_code;
+  ir_func *f = ir_curf(ir);
+  if (!f || f->kind != CUTE_FN_KERNEL)
+    return ir_fail(ir, CUTE_E_STATE, "launch_bounds: the current function is not a kernel");
+  if (max_threads < 0 || max_threads > 1024 || min_blocks < 0 || min_blocks > 64)
+    return ir_fail(ir, CUTE_E_ARG, "launch_bounds(%d, %d): out of range (max threads 1..1024)",
+                   max_threads, min_blocks);
+  f->maxntid = max_threads;
+  f->minctasm = min_blocks;
+  return 0;
+}
+
+int cute_ir_dyn_smem(cute_ir *ir, int bytes) {
+  if (!ir) return CUTE_E_STATE;
+  if (ir->err_code) return ir->err_code;
+  ir_func *f = ir_curf(ir);
+  if (!f || f->kind != CUTE_FN_KERNEL)
+    return ir_fail(ir, CUTE_E_STATE, "dyn_smem: the current function is not a kernel");
+  if (bytes < 0 || bytes > 256 * 1024)
+    return ir_fail(ir, CUTE_E_ARG, "dyn_smem(%d): out of range (0..262144)", bytes);
+  f->dynsmem = bytes;
+  return 0;
+}
+
+/* ---- instructions ---------------------------------------------------------------------- */
+int32_t ir_vtype(const ir_func *f, int32_t ref) {
+  if (ref > 0 && ref < f->ninst) return f->inst[ref].type;
+  if (ref < 0 && -ref < f->ncst) return f->cst[-ref].type;
+  return 0;
+}
+
+const char *ir_locstr(cute_ir *ir, const ir_inst *in, char *buf, size_t cap) {
+  if (!in || !in->file) { if (cap) buf[0] = 0; return buf; }
+  snprintf(buf, cap, "%s:%d: ", ir_strget(ir, in->file), in->line);
+  return buf;
+}
+
+int32_t ir_emit(cute_ir *ir, int op, int32_t type, int nargs, const int32_t *args, int64_t imm,
+                int64_t imm2) {
+  if (!ir || ir->err_code) return 0;
+  ir_func *f = ir_curf(ir);
+  char lb[256];
+  if (ir->loc_file) snprintf(lb, sizeof lb, "%s:%d: ", ir_strget(ir, ir->loc_file), ir->loc_line);
+  else lb[0] = 0;
+  if (op < 0 || op >= IR_NOPS) { ir_fail(ir, CUTE_E_ARG, "%sop: bad opcode %d", lb, op); return 0; }
+  const ir_opinfo *oi = &ir_ops[op];
+  if (!f) { ir_fail(ir, CUTE_E_STATE, "%s%s: no current function", lb, oi->name); return 0; }
+  if (nargs < oi->min_args || nargs > oi->max_args || (nargs && !args)) {
+    ir_fail(ir, CUTE_E_ARG, "%s%s: takes %d..%d operands, got %d", lb, oi->name, oi->min_args,
+            oi->max_args, nargs);
+    return 0;
+  }
+  for (int i = 0; i < nargs; i++) {
+    int32_t a = args[i];
+    if (a == 0 || a >= f->ninst || -a >= f->ncst) {
+      ir_fail(ir, CUTE_E_ARG, "%s%s: operand %d is not a value of function %s (ref %d)", lb,
+              oi->name, i + 1, ir_strget(ir, f->name), a);
+      return 0;
+    }
+  }
+  if (op == IR_PARAM && f->ninst != f->nparams + 1) {
+    ir_fail(ir, CUTE_E_STATE, "%sparam: after the first instruction", lb);
+    return 0;
+  }
+  if (type == 0) {
+    type = ir_infer_type(ir, f, op, nargs, args, imm, imm2);
+    if (ir->err_code) return 0;
+  }
+  if (!ir_type_valid(ir, type)) {
+    ir_fail(ir, CUTE_E_ARG, "%s%s: bad result type %d", lb, oi->name, type);
+    return 0;
+  }
+  if (f->ninst >= f->capinst) {
+    int32_t nc = f->capinst ? f->capinst * 2 : 64;
+    ir_inst *p = realloc(f->inst, sizeof *p * (size_t)nc);
+    if (!p) { ir_fail(ir, CUTE_E_NOMEM, "out of memory"); return 0; }
+    f->inst = p;
+    f->capinst = nc;
+  }
+  if (f->npool + nargs > f->cappool) {
+    int32_t nc = f->cappool ? f->cappool * 2 : 128;
+    while (nc < f->npool + nargs) nc *= 2;
+    int32_t *p = realloc(f->pool, sizeof *p * (size_t)nc);
+    if (!p) { ir_fail(ir, CUTE_E_NOMEM, "out of memory"); return 0; }
+    f->pool = p;
+    f->cappool = nc;
+  }
+  int32_t ref = f->ninst;
+  ir_inst *in = &f->inst[ref];
+  memset(in, 0, sizeof *in);
+  in->op = (uint16_t)op;
+  in->nargs = (uint16_t)nargs;
+  in->type = type;
+  in->args = f->npool;
+  in->region = f->scope.n ? f->scope.s[f->scope.n - 1].cur : 0;
+  in->file = ir->loc_file;
+  in->line = ir->loc_line;
+  in->imm = imm;
+  in->imm2 = imm2;
+  if (nargs) memcpy(f->pool + f->npool, args, sizeof *args * (size_t)nargs);
+  f->ninst++;
+  f->npool += nargs;
+  char msg[768];
+  if (ir->checks && ir_check_inst(ir, f, ref, &f->scope, msg, sizeof msg)) {
+    f->ninst--;
+    f->npool -= nargs;
+    ir_fail(ir, CUTE_E_VERIFY, "%s%s", lb, msg);
+    return 0;
+  }
+  if (ir_scope_step(ir, f, ref, &f->scope, msg, sizeof msg)) {
+    f->ninst--;
+    f->npool -= nargs;
+    ir_fail(ir, CUTE_E_VERIFY, "%s%s", lb, msg);
+    return 0;
+  }
+  return ref;
+}
+
+int32_t cute_ir_op(cute_ir *ir, int op, int32_t type, int nargs, const int32_t *args, int64_t imm,
+                   int64_t imm2) {
+  if (op == IR_PARAM) {
+    if (ir) ir_fail(ir, CUTE_E_ARG, "op: use cute_ir_param for parameters");
+    return 0;
+  }
+  return ir_emit(ir, op, type, nargs, args, imm, imm2);
+}
+int32_t cute_ir_op1(cute_ir *ir, int op, int32_t a) { return cute_ir_op(ir, op, 0, 1, &a, 0, 0); }
+int32_t cute_ir_op2(cute_ir *ir, int op, int32_t a, int32_t b) {
+  int32_t v[2] = {a, b};
+  return cute_ir_op(ir, op, 0, 2, v, 0, 0);
+}
+int32_t cute_ir_op3(cute_ir *ir, int op, int32_t a, int32_t b, int32_t c) {
+  int32_t v[3] = {a, b, c};
+  return cute_ir_op(ir, op, 0, 3, v, 0, 0);
+}
+int32_t cute_ir_cvt(cute_ir *ir, int32_t type, int32_t a, int rnd) {
+  return ir_emit(ir, IR_CVT, type ? type : -1, 1, &a, rnd, 0);
+}
+int32_t cute_ir_load(cute_ir *ir, int32_t ptr, int hint, int align) {
+  return ir_emit(ir, IR_LOAD, 0, 1, &ptr, hint, align);
+}
+int32_t cute_ir_store(cute_ir *ir, int32_t ptr, int32_t val, int hint, int align) {
+  int32_t v[2] = {ptr, val};
+  return ir_emit(ir, IR_STORE, CUTE_T_VOID, 2, v, hint, align);
+}
+int32_t cute_ir_gep(cute_ir *ir, int32_t ptr, int32_t index) {
+  int32_t v[2] = {ptr, index};
+  return ir_emit(ir, IR_GEP, 0, 2, v, 0, 0);
+}
+int32_t cute_ir_sreg(cute_ir *ir, int reg) { return ir_emit(ir, IR_SREG, 0, 0, NULL, reg, 0); }
+int32_t cute_ir_math(cute_ir *ir, int op, int32_t a, int fast) {
+  return ir_emit(ir, op, 0, 1, &a, fast, 0);
+}
+int32_t cute_ir_var(cute_ir *ir, int32_t type, int32_t init) {
+  if (!type && ir && !ir->err_code && init) { ir_func *f = ir_curf(ir); if (f) type = ir_vtype(f, init); }
+  return ir_emit(ir, IR_VAR, type ? type : -1, init ? 1 : 0, &init, 0, 0);
+}
+int32_t cute_ir_vget(cute_ir *ir, int32_t var) { return ir_emit(ir, IR_VGET, 0, 1, &var, 0, 0); }
+int32_t cute_ir_vset(cute_ir *ir, int32_t var, int32_t val) {
+  int32_t v[2] = {var, val};
+  return ir_emit(ir, IR_VSET, CUTE_T_VOID, 2, v, 0, 0);
+}
+int32_t cute_ir_shared(cute_ir *ir, int32_t elem, int64_t count, int align) {
+  if (!ir || ir->err_code) return 0;
+  int32_t pt = cute_ir_t_ptr(ir, elem, CUTE_AS_SHARED);
+  return pt ? ir_emit(ir, IR_SHARED, pt, 0, NULL, count, align) : 0;
+}
+int32_t cute_ir_dyn_shared(cute_ir *ir, int32_t elem, int align) {
+  if (!ir || ir->err_code) return 0;
+  int32_t pt = cute_ir_t_ptr(ir, elem, CUTE_AS_SHARED);
+  return pt ? ir_emit(ir, IR_DYNSHARED, pt, 0, NULL, 0, align) : 0;
+}
+int32_t cute_ir_local(cute_ir *ir, int32_t elem, int64_t count, int align) {
+  if (!ir || ir->err_code) return 0;
+  int32_t pt = cute_ir_t_ptr(ir, elem, CUTE_AS_LOCAL);
+  return pt ? ir_emit(ir, IR_LOCAL, pt, 0, NULL, count, align) : 0;
+}
+int32_t cute_ir_barrier(cute_ir *ir, int id, int nthreads) {
+  return ir_emit(ir, IR_BAR, CUTE_T_VOID, 0, NULL, id, nthreads);
+}
+int32_t cute_ir_fence(cute_ir *ir, int scope) {
+  return ir_emit(ir, IR_FENCE, CUTE_T_VOID, 0, NULL, scope, 0);
+}
+int32_t cute_ir_shfl(cute_ir *ir, int mode, int32_t val, int32_t lane, int32_t mask, int width) {
+  int32_t v[3] = {val, lane, mask};
+  return ir_emit(ir, IR_SHFL, 0, 3, v, mode, width ? width : 32);
+}
+int32_t cute_ir_vote(cute_ir *ir, int mode, int32_t mask, int32_t pred) {
+  int32_t v[2] = {mask, pred};
+  return ir_emit(ir, IR_VOTE, 0, 2, v, mode, 0);
+}
+int32_t cute_ir_atom(cute_ir *ir, int aop, int32_t ptr, int32_t val, int scope) {
+  int32_t v[2] = {ptr, val};
+  return ir_emit(ir, IR_ATOM, 0, 2, v, aop, scope);
+}
+int32_t cute_ir_cas(cute_ir *ir, int32_t ptr, int32_t cmp, int32_t val, int scope) {
+  int32_t v[3] = {ptr, cmp, val};
+  return ir_emit(ir, IR_CAS, 0, 3, v, scope, 0);
+}
+int32_t cute_ir_call(cute_ir *ir, int32_t fn, int nargs, const int32_t *args) {
+  if (!ir || ir->err_code) return 0;
+  if (fn <= 0 || fn >= ir->nfuncs) { ir_fail(ir, CUTE_E_ARG, "call: no function %d", fn); return 0; }
+  return ir_emit(ir, IR_CALL, ir->funcs[fn].ret, nargs, args, fn, 0);
+}
+int32_t cute_ir_printf(cute_ir *ir, const char *fmt, int nargs, const int32_t *args) {
+  if (!ir || ir->err_code) return 0;
+  int32_t s = ir_str(ir, fmt ? fmt : "", fmt ? strlen(fmt) : 0);
+  return ir_emit(ir, IR_PRINTF, CUTE_T_VOID, nargs, args, s, 0);
+}
+int32_t cute_ir_assert(cute_ir *ir, int32_t cond, const char *msg) {
+  if (!ir || ir->err_code) return 0;
+  int32_t s = ir_str(ir, msg ? msg : "", msg ? strlen(msg) : 0);
+  return ir_emit(ir, IR_ASSERT, CUTE_T_VOID, 1, &cond, s, 0);
+}
+int32_t cute_ir_asm(cute_ir *ir, int32_t type, const char *ptx, const char *constraints, int nargs,
+                    const int32_t *args) {
+  if (!ir || ir->err_code) return 0;
+  int32_t s = ir_str(ir, ptx ? ptx : "", ptx ? strlen(ptx) : 0);
+  int32_t c = ir_str(ir, constraints ? constraints : "", constraints ? strlen(constraints) : 0);
+  return ir_emit(ir, IR_ASM, type ? type : CUTE_T_VOID, nargs, args, s, c);
+}
+int32_t cute_ir_for(cute_ir *ir, int32_t lo, int32_t hi, int32_t step, int unroll) {
+  int32_t v[3] = {lo, hi, step};
+  return ir_emit(ir, IR_FOR, 0, 3, v, unroll, 0);
+}
+int32_t cute_ir_if(cute_ir *ir, int32_t cond, int32_t type) {
+  return ir_emit(ir, IR_IF, type ? type : CUTE_T_VOID, 1, &cond, 0, 0);
+}
+int32_t cute_ir_else(cute_ir *ir) { return ir_emit(ir, IR_ELSE, CUTE_T_VOID, 0, NULL, 0, 0); }
+int32_t cute_ir_while(cute_ir *ir) { return ir_emit(ir, IR_WHILE, CUTE_T_VOID, 0, NULL, 0, 0); }
+int32_t cute_ir_do(cute_ir *ir, int32_t cond) { return ir_emit(ir, IR_DO, CUTE_T_VOID, 1, &cond, 0, 0); }
+int32_t cute_ir_yield(cute_ir *ir, int32_t val) { return ir_emit(ir, IR_YIELD, CUTE_T_VOID, 1, &val, 0, 0); }
+int32_t cute_ir_end(cute_ir *ir) { return ir_emit(ir, IR_END, CUTE_T_VOID, 0, NULL, 0, 0); }
+int32_t cute_ir_ret(cute_ir *ir, int32_t val) {
+  return ir_emit(ir, IR_RET, CUTE_T_VOID, val ? 1 : 0, &val, 0, 0);
+}
+
+/* ---- inspection ------------------------------------------------------------------------- */
+int32_t cute_ir_value_type(cute_ir *ir, int32_t v) {
+  ir_func *f = ir ? ir_curf(ir) : NULL;
+  return f ? ir_vtype(f, v) : 0;
+}
+int cute_ir_value_op(cute_ir *ir, int32_t v) {
+  ir_func *f = ir ? ir_curf(ir) : NULL;
+  return f && v > 0 && v < f->ninst ? f->inst[v].op : -1;
+}
+int32_t cute_ir_count(cute_ir *ir) {
+  ir_func *f = ir ? ir_curf(ir) : NULL;
+  return f ? f->ninst - 1 : 0;
+}
+const char *cute_ir_op_name(int op) { return op >= 0 && op < IR_NOPS ? ir_ops[op].name : NULL; }
+int cute_ir_op_lookup(const char *name) {
+  if (!name) return -1;
+  for (int i = 0; i < IR_NOPS; i++)
+    if (!strcmp(ir_ops[i].name, name)) return i;
+  return -1;
+}
+
+const char *cute_ir_print(cute_ir *ir) {
+  if (!ir) return "";
+  char *s = ir_print_all(ir);
+  if (!s) return "";
+  free(ir->printbuf);
+  ir->printbuf = s;
+  return s;
+}

@@ -1,0 +1,666 @@
+/* layout_op.c -- the op table, cute_op dispatch and the crd2idx fast paths. */
+#include "layout.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define TRYB(x) do { if (x) return cap_err(c); } while (0)
+
+/* X(name, code, min args, max args) -- one line per op */
+#define CUTE_OP_LIST(X)                                  \
+  X(size, CUTE_OP_SIZE, 1, 1)                            \
+  X(cosize, CUTE_OP_COSIZE, 1, 1)                        \
+  X(rank, CUTE_OP_RANK, 1, 1)                            \
+  X(depth, CUTE_OP_DEPTH, 1, 1)                          \
+  X(shape, CUTE_OP_SHAPE, 1, 1)                          \
+  X(stride, CUTE_OP_STRIDE, 1, 1)                        \
+  X(get, CUTE_OP_GET, 2, 2)                              \
+  X(crd2idx, CUTE_OP_CRD2IDX, 2, 3)                      \
+  X(idx2crd, CUTE_OP_IDX2CRD, 2, 3)                      \
+  X(coalesce, CUTE_OP_COALESCE, 1, 2)                    \
+  X(filter, CUTE_OP_FILTER, 1, 2)                        \
+  X(composition, CUTE_OP_COMPOSITION, 2, 2)              \
+  X(complement, CUTE_OP_COMPLEMENT, 1, 2)                \
+  X(right_inverse, CUTE_OP_RIGHT_INVERSE, 1, 1)          \
+  X(left_inverse, CUTE_OP_LEFT_INVERSE, 1, 1)            \
+  X(logical_divide, CUTE_OP_LOGICAL_DIVIDE, 2, 2)        \
+  X(zipped_divide, CUTE_OP_ZIPPED_DIVIDE, 2, 2)          \
+  X(tiled_divide, CUTE_OP_TILED_DIVIDE, 2, 2)            \
+  X(flat_divide, CUTE_OP_FLAT_DIVIDE, 2, 2)              \
+  X(logical_product, CUTE_OP_LOGICAL_PRODUCT, 2, 2)      \
+  X(zipped_product, CUTE_OP_ZIPPED_PRODUCT, 2, 2)        \
+  X(tiled_product, CUTE_OP_TILED_PRODUCT, 2, 2)          \
+  X(flat_product, CUTE_OP_FLAT_PRODUCT, 2, 2)            \
+  X(blocked_product, CUTE_OP_BLOCKED_PRODUCT, 2, 2)      \
+  X(raked_product, CUTE_OP_RAKED_PRODUCT, 2, 2)          \
+  X(shape_div, CUTE_OP_SHAPE_DIV, 2, 2)                  \
+  X(ceil_div, CUTE_OP_CEIL_DIV, 2, 2)                    \
+  X(prefix_product, CUTE_OP_PREFIX_PRODUCT, 1, 2)        \
+  X(slice, CUTE_OP_SLICE, 2, 2)                          \
+  X(slice_and_offset, CUTE_OP_SLICE_AND_OFFSET, 2, 2)    \
+  X(swizzle, CUTE_OP_SWIZZLE, 2, 4)                      \
+  X(composed_layout, CUTE_OP_COMPOSED_LAYOUT, 2, 2)      \
+  X(make_layout_left, CUTE_OP_MAKE_LAYOUT_LEFT, 1, 1)    \
+  X(make_layout_right, CUTE_OP_MAKE_LAYOUT_RIGHT, 1, 1)  \
+  X(make_ordered_layout, CUTE_OP_MAKE_ORDERED_LAYOUT, 2, 2) \
+  X(make_identity_layout, CUTE_OP_MAKE_IDENTITY_LAYOUT, 1, 1) \
+  X(append, CUTE_OP_APPEND, 2, 3)                        \
+  X(prepend, CUTE_OP_PREPEND, 2, 3)                      \
+  X(group, CUTE_OP_GROUP, 3, 3)                          \
+  X(flatten, CUTE_OP_FLATTEN, 1, 1)                      \
+  X(select, CUTE_OP_SELECT, 2, 2)                        \
+  X(max_common_layout, CUTE_OP_MAX_COMMON_LAYOUT, 2, 2)  \
+  X(max_common_vector, CUTE_OP_MAX_COMMON_VECTOR, 2, 2)  \
+  X(tile_to_shape, CUTE_OP_TILE_TO_SHAPE, 2, 3)          \
+  X(local_tile, CUTE_OP_LOCAL_TILE, 3, 3)                \
+  X(local_partition, CUTE_OP_LOCAL_PARTITION, 3, 3)      \
+  X(congruent, CUTE_OP_CONGRUENT, 2, 2)                  \
+  X(compatible, CUTE_OP_COMPATIBLE, 2, 2)                \
+  X(weakly_congruent, CUTE_OP_WEAKLY_CONGRUENT, 2, 2)
+
+typedef struct op_info { const char *name; int code, min, max; } op_info;
+
+static const op_info op_table[] = {
+#define X(n, code, mn, mx) {#n, code, mn, mx},
+    CUTE_OP_LIST(X)
+#undef X
+};
+enum { N_OPS = (int)(sizeof op_table / sizeof op_table[0]) };
+
+static const op_info *op_find(int op) {
+  for (int k = 0; k < N_OPS; k++)
+    if (op_table[k].code == op) return &op_table[k];
+  return NULL;
+}
+
+const char *cute_op_name(int op) {
+  const op_info *p = op_find(op);
+  return p ? p->name : NULL;
+}
+
+int cute_op_lookup(const char *name) {
+  if (!name) return -1;
+  for (int k = 0; k < N_OPS; k++)
+    if (strcmp(op_table[k].name, name) == 0) return op_table[k].code;
+  return -1;
+}
+
+/* ---- argument helpers ------------------------------------------------------------ */
+
+enum {
+  M_INT = 1 << CUTE_V_INT, M_TUPLE = 1 << CUTE_V_TUPLE, M_LAYOUT = 1 << CUTE_V_LAYOUT,
+  M_COMPOSED = 1 << CUTE_V_COMPOSED, M_SWIZZLE = 1 << CUTE_V_SWIZZLE,
+  M_TILER = 1 << CUTE_V_TILER, M_UNDER = 1 << CUTE_V_UNDER
+};
+
+static const char *type_name(int t) {
+  switch (t) {
+  case CUTE_V_INT: return "an integer";
+  case CUTE_V_TUPLE: return "a tuple";
+  case CUTE_V_LAYOUT: return "a layout";
+  case CUTE_V_COMPOSED: return "a composed layout";
+  case CUTE_V_SWIZZLE: return "a swizzle";
+  case CUTE_V_TILER: return "a tiler";
+  case CUTE_V_UNDER: return "_";
+  default: return "nothing";
+  }
+}
+
+static int want(lctx *c, const cute_value *args, int k, int mask, const char *what) {
+  if (!(mask & (1 << args[k].type)))
+    return lerr(c, CUTE_E_ARG, "argument %d must be %s, got %s", k + 1, what,
+                type_name(args[k].type));
+  return 0;
+}
+
+/* IntTuple used as a shape: no "_", every value > 0 */
+static int want_shape(lctx *c, const cute_value *args, int k) {
+  TRY(want(c, args, k, M_INT | M_TUPLE, "a shape (integer or tuple)"));
+  const cute_value *v = &args[k];
+  for (int q = 0; q < v->n; q++) {
+    if (v->node[q].kind == CUTE_N_UNDER)
+      return lerr(c, CUTE_E_ARG, "argument %d: _ is not allowed in a shape", k + 1);
+    if (v->node[q].kind == CUTE_N_INT && v->node[q].a <= 0)
+      return lerr(c, CUTE_E_DOMAIN, "argument %d: shape %lld must be positive", k + 1,
+                  (long long)v->node[q].a);
+  }
+  return 0;
+}
+
+static int want_ints(lctx *c, const cute_value *args, int k) {
+  TRY(want(c, args, k, M_INT | M_TUPLE, "an integer or a tuple"));
+  if (nd_has_under(&args[k], 0))
+    return lerr(c, CUTE_E_ARG, "argument %d: _ is not allowed here", k + 1);
+  return 0;
+}
+
+static void set_int(cute_value *o, int64_t x) {
+  cv_init(o, CUTE_V_INT);
+  nb_leaf(o, x, 0);
+}
+
+/* after emitting an IntTuple: type from the root */
+static void fix_it_type(cute_value *o) {
+  o->type = (o->n > 0 && o->node[0].kind == CUTE_N_TUPLE) ? CUTE_V_TUPLE : CUTE_V_INT;
+  if (o->n > 0 && o->node[0].kind == CUTE_N_UNDER) o->type = CUTE_V_UNDER;
+}
+
+/* emit shape (which = 0) or stride (which = 1) of a layout as an IntTuple */
+static int emit_part(lctx *c, const cute_value *L, int which, cute_value *o) {
+  cv_init(o, CUTE_V_TUPLE);
+  TRYB(nb_copy(o, L, 0));
+  for (int k = 0; k < o->n; k++) {
+    if (which && o->node[k].kind == CUTE_N_INT) o->node[k].a = o->node[k].b;
+    o->node[k].b = 0;
+  }
+  fix_it_type(o);
+  return 0;
+}
+
+/* merge shape and stride IntTuples into a layout */
+static int merge_layout(lctx *c, const cute_value *sh, const cute_value *st, cute_value *o) {
+  if (!nd_congruent(sh, 0, st, 0)) {
+    char b1[300], b2[300];
+    return lerr(c, CUTE_E_RANK, "shape %s and stride %s are not congruent",
+                fmt_tmp(b1, sizeof b1, sh, 0, 0), fmt_tmp(b2, sizeof b2, st, 0, 0));
+  }
+  cv_init(o, CUTE_V_LAYOUT);
+  TRYB(nb_copy(o, sh, 0));
+  for (int k = 0; k < o->n; k++)
+    o->node[k].b = o->node[k].kind == CUTE_N_INT ? st->node[k].a : 0;
+  return 0;
+}
+
+static int64_t swz_apply(int B, int M, int S, int64_t x) {
+  if (B == 0 || S == 0) return x;
+  uint64_t bit = ((uint64_t)1 << B) - 1;
+  uint64_t yyy = bit << (M + (S > 0 ? S : 0));
+  uint64_t ux = (uint64_t)x, t = ux & yyy;
+  t = S > 0 ? t >> S : t << (-S);
+  return (int64_t)(ux ^ t);
+}
+
+static int swz_ok(lctx *c, int64_t B, int64_t M, int64_t S) {
+  int64_t sp = S < 0 ? -S : S;
+  if (B < 0 || M < 0 || B > 62 || M > 62 || sp > 62 || B + M + sp > 62)
+    return lerr(c, CUTE_E_DOMAIN, "invalid swizzle Sw<%lld,%lld,%lld>", (long long)B,
+                (long long)M, (long long)S);
+  return 0;
+}
+
+static int compatible(const cute_value *a, int i, const cute_value *b, int j) {
+  int ta = nd_is_tuple(a, i), tb = nd_is_tuple(b, j);
+  if (ta && tb) {
+    if (a->node[i].a != b->node[j].a) return 0;
+    for (int k = 0; k < a->node[i].a; k++)
+      if (!compatible(a, nd_child(a, i, k), b, nd_child(b, j, k))) return 0;
+    return 1;
+  }
+  if (ta) return 0;
+  int64_t p = 1;
+  for (int k = j; k < j + b->node[j].span; k++)
+    if (b->node[k].kind == CUTE_N_INT && __builtin_mul_overflow(p, b->node[k].a, &p))
+      return 0;
+  return a->node[i].a == p;
+}
+
+/* append / prepend x to L (optionally up to rank n) */
+static int op_append(lctx *c, const cute_value *L, const cute_value *X, int has_n, int64_t n,
+                     int front, cute_value *o) {
+  int r = nd_rank(L, 0);
+  int64_t target = has_n ? n : (int64_t)r + 1;
+  if (target < r || target > CV_MAX)
+    return lerr(c, CUTE_E_RANK, "cannot %s to rank %lld a value of rank %d",
+                front ? "prepend" : "append", (long long)target, r);
+  if (has_n && target == r) { TRYB(nb_copy(o, L, 0)); return 0; }
+  int h;
+  TRYB(nb_open(o, &h));
+  if (front)
+    for (int64_t k = r; k < target; k++) TRYB(nb_copy(o, X, 0));
+  for (int k = 0; k < r; k++) TRYB(nb_copy(o, L, nd_child(L, 0, k)));
+  if (!front)
+    for (int64_t k = r; k < target; k++) TRYB(nb_copy(o, X, 0));
+  nb_close(o, h);
+  return 0;
+}
+
+/* ---- dispatch ---------------------------------------------------------------------- */
+
+static int dispatch(lctx *c, int op, const cute_value *a, int na, cute_value *o,
+                    cute_value *o2) {
+  const int LAY = M_LAYOUT, TIL = M_LAYOUT | M_INT | M_TUPLE | M_TILER | M_UNDER;
+  int64_t x = 0;
+  switch (op) {
+  case CUTE_OP_SIZE:
+  case CUTE_OP_RANK:
+  case CUTE_OP_DEPTH:
+    TRY(want(c, a, 0, M_LAYOUT | M_INT | M_TUPLE | M_COMPOSED, "a layout or an IntTuple"));
+    if (op == CUTE_OP_SIZE) {
+      if (nd_has_under(&a[0], 0)) return lerr(c, CUTE_E_ARG, "_ has no size");
+      TRY(nd_product(c, a, 0, &x));
+    } else if (op == CUTE_OP_RANK) {
+      x = nd_rank(a, 0);
+    } else {
+      x = nd_depth(a, 0);
+    }
+    set_int(o, x);
+    return 0;
+  case CUTE_OP_COSIZE:
+    TRY(want(c, a, 0, M_LAYOUT | M_COMPOSED, "a layout"));
+    TRY(lay_cosize(c, a, 0, &x));
+    set_int(o, x);
+    return 0;
+  case CUTE_OP_SHAPE:
+  case CUTE_OP_STRIDE:
+    TRY(want(c, a, 0, M_LAYOUT | M_COMPOSED, "a layout"));
+    return emit_part(c, a, op == CUTE_OP_STRIDE, o);
+  case CUTE_OP_GET: {
+    TRY(want(c, a, 0, M_LAYOUT | M_TUPLE | M_TILER | M_INT, "a layout or a tuple"));
+    TRY(want(c, a, 1, M_INT, "an integer"));
+    int64_t i = a[1].node[0].a;
+    int r = nd_rank(a, 0);
+    if (i < 0 || i >= r) {
+      char b1[300];
+      return lerr(c, CUTE_E_RANK, "mode %lld is out of range for %s of rank %d",
+                  (long long)i, fmt_tmp(b1, sizeof b1, a, 0, a[0].type == CUTE_V_LAYOUT ? 3 : 0), r);
+    }
+    int ci = nd_child(a, 0, (int)i);
+    if (a[0].type == CUTE_V_TILER && a[0].node[ci].kind == CUTE_N_LAYOUT) {
+      cv_init(o, CUTE_V_LAYOUT);
+      TRYB(nb_copy(o, a, ci + 1));
+      return 0;
+    }
+    cv_init(o, a[0].type);
+    TRYB(nb_copy(o, a, ci));
+    if (a[0].type != CUTE_V_LAYOUT) {
+      if (a[0].type == CUTE_V_TILER && o->node[0].kind == CUTE_N_TUPLE) return 0;
+      fix_it_type(o);
+    }
+    return 0;
+  }
+  case CUTE_OP_CRD2IDX: {
+    cute_value L;
+    TRY(want(c, a, 0, M_INT | M_TUPLE | M_UNDER, "a coordinate"));
+    if (na == 2) {
+      TRY(want(c, a, 1, LAY, "a layout"));
+      TRY(lay_crd2idx(c, a, 0, &a[1], 0, &x));
+    } else {
+      TRY(want_shape(c, a, 1));
+      TRY(want_ints(c, a, 2));
+      TRY(merge_layout(c, &a[1], &a[2], &L));
+      TRY(lay_crd2idx(c, a, 0, &L, 0, &x));
+    }
+    set_int(o, x);
+    return 0;
+  }
+  case CUTE_OP_IDX2CRD: {
+    cute_value L;
+    TRY(want_ints(c, a, 0));
+    if (na == 2 && a[1].type == CUTE_V_LAYOUT) {
+      L = a[1];
+    } else {
+      TRY(want_shape(c, a, 1));
+      if (na == 3) TRY(want_ints(c, a, 2));
+      if (na == 3 && nd_is_tuple(&a[2], 0)) {
+        TRY(merge_layout(c, &a[1], &a[2], &L));
+      } else {
+        cv_init(&L, CUTE_V_LAYOUT);
+        TRY(lay_compact(c, &a[1], 0, 0, na == 3 ? a[2].node[0].a : 1, &L));
+      }
+    }
+    cv_init(o, CUTE_V_TUPLE);
+    TRY(lay_idx2crd(c, a, 0, &L, 0, o));
+    fix_it_type(o);
+    return 0;
+  }
+  case CUTE_OP_COALESCE:
+  case CUTE_OP_FILTER:
+    TRY(want(c, a, 0, LAY, "a layout"));
+    if (na == 2) TRY(want_ints(c, a, 1));
+    cv_init(o, CUTE_V_LAYOUT);
+    return lay_coalesce_p(c, a, 0, na == 2 ? &a[1] : NULL, 0, op == CUTE_OP_FILTER, o);
+  case CUTE_OP_COMPOSITION:
+    TRY(want(c, a, 0, LAY, "a layout"));
+    TRY(want(c, a, 1, TIL, "a layout, an integer, a tuple or a tiler"));
+    cv_init(o, CUTE_V_LAYOUT);
+    if (a[1].type == CUTE_V_LAYOUT) return lay_composition(c, a, 0, &a[1], 0, o);
+    return lay_compose_tiler(c, a, 0, &a[1], 0, o);
+  case CUTE_OP_COMPLEMENT:
+    TRY(want(c, a, 0, LAY, "a layout"));
+    cv_init(o, CUTE_V_LAYOUT);
+    if (na == 1) return lay_complement(c, a, 0, NULL, 0, o);
+    TRY(want_shape(c, a, 1));
+    return lay_complement(c, a, 0, &a[1], 0, o);
+  case CUTE_OP_RIGHT_INVERSE:
+  case CUTE_OP_LEFT_INVERSE:
+    TRY(want(c, a, 0, LAY, "a layout"));
+    cv_init(o, CUTE_V_LAYOUT);
+    return op == CUTE_OP_RIGHT_INVERSE ? lay_right_inverse(c, a, 0, o)
+                                       : lay_left_inverse(c, a, 0, o);
+  case CUTE_OP_LOGICAL_DIVIDE:
+  case CUTE_OP_ZIPPED_DIVIDE:
+  case CUTE_OP_TILED_DIVIDE:
+  case CUTE_OP_FLAT_DIVIDE:
+    TRY(want(c, a, 0, LAY, "a layout"));
+    TRY(want(c, a, 1, TIL, "a layout, an integer, a tuple or a tiler"));
+    cv_init(o, CUTE_V_LAYOUT);
+    return lo_divide(c, op - CUTE_OP_LOGICAL_DIVIDE, &a[0], &a[1], o);
+  case CUTE_OP_LOGICAL_PRODUCT:
+  case CUTE_OP_ZIPPED_PRODUCT:
+  case CUTE_OP_TILED_PRODUCT:
+  case CUTE_OP_FLAT_PRODUCT:
+  case CUTE_OP_BLOCKED_PRODUCT:
+  case CUTE_OP_RAKED_PRODUCT:
+    TRY(want(c, a, 0, LAY, "a layout"));
+    TRY(want(c, a, 1, TIL, "a layout, an integer, a tuple or a tiler"));
+    cv_init(o, CUTE_V_LAYOUT);
+    return lo_product(c, op - CUTE_OP_LOGICAL_PRODUCT, &a[0], &a[1], o);
+  case CUTE_OP_SHAPE_DIV:
+  case CUTE_OP_CEIL_DIV:
+    TRY(want_ints(c, a, 0));
+    TRY(want_ints(c, a, 1));
+    cv_init(o, CUTE_V_TUPLE);
+    TRY(op == CUTE_OP_SHAPE_DIV ? it_shape_div(c, a, 0, &a[1], 0, o)
+                                : it_ceil_div(c, a, 0, &a[1], 0, o));
+    fix_it_type(o);
+    return 0;
+  case CUTE_OP_PREFIX_PRODUCT:
+    TRY(want_ints(c, a, 0));
+    if (na == 2) TRY(want_ints(c, a, 1));
+    cv_init(o, CUTE_V_TUPLE);
+    TRY(it_prefix_product(c, a, 0, na == 2 ? &a[1] : NULL, 0, o));
+    fix_it_type(o);
+    return 0;
+  case CUTE_OP_SLICE:
+  case CUTE_OP_SLICE_AND_OFFSET: {
+    TRY(want(c, a, 0, M_INT | M_TUPLE | M_UNDER, "a coordinate"));
+    int lay = a[1].type == CUTE_V_LAYOUT;
+    if (op == CUTE_OP_SLICE_AND_OFFSET) TRY(want(c, a, 1, LAY, "a layout"));
+    else TRY(want(c, a, 1, M_LAYOUT | M_INT | M_TUPLE, "a layout or an IntTuple"));
+    cv_init(o, lay ? CUTE_V_LAYOUT : CUTE_V_TUPLE);
+    TRY(lay_slice(c, a, 0, &a[1], 0, o));
+    if (!lay) fix_it_type(o);
+    if (op == CUTE_OP_SLICE_AND_OFFSET) {
+      TRY(lay_crd2idx(c, a, 0, &a[1], 0, &x));
+      if (o2) set_int(o2, x);
+    }
+    return 0;
+  }
+  case CUTE_OP_SWIZZLE: {
+    int64_t B, M, S;
+    if (na == 2) {
+      TRY(want(c, a, 0, M_SWIZZLE | M_COMPOSED, "a swizzle"));
+      TRY(want(c, a, 1, M_INT, "an integer"));
+      B = a[0].sw_b, M = a[0].sw_m, S = a[0].sw_s, x = a[1].node[0].a;
+    } else {
+      if (na != 4) return lerr(c, CUTE_E_ARG, "swizzle takes [B, M, S, x] or [Sw, x]");
+      for (int k = 0; k < 4; k++) TRY(want(c, a, k, M_INT, "an integer"));
+      B = a[0].node[0].a, M = a[1].node[0].a, S = a[2].node[0].a, x = a[3].node[0].a;
+    }
+    TRY(swz_ok(c, B, M, S));
+    set_int(o, swz_apply((int)B, (int)M, (int)S, x));
+    return 0;
+  }
+  case CUTE_OP_COMPOSED_LAYOUT:
+    TRY(want(c, a, 0, M_COMPOSED | M_LAYOUT, "a composed layout"));
+    TRY(want(c, a, 1, M_INT | M_TUPLE, "a coordinate"));
+    TRY(lay_crd2idx(c, &a[1], 0, a, 0, &x));
+    if (a[0].type == CUTE_V_COMPOSED) {
+      TRY(ck_add(c, x, a[0].offset, &x));
+      TRY(swz_ok(c, a[0].sw_b, a[0].sw_m, a[0].sw_s));
+      x = swz_apply(a[0].sw_b, a[0].sw_m, a[0].sw_s, x);
+    }
+    set_int(o, x);
+    return 0;
+  case CUTE_OP_MAKE_LAYOUT_LEFT:
+  case CUTE_OP_MAKE_LAYOUT_RIGHT:
+  case CUTE_OP_MAKE_IDENTITY_LAYOUT:
+    TRY(want_shape(c, a, 0));
+    cv_init(o, CUTE_V_LAYOUT);
+    return lay_compact(c, a, 0, op == CUTE_OP_MAKE_LAYOUT_RIGHT, 1, o);
+  case CUTE_OP_MAKE_ORDERED_LAYOUT:
+    TRY(want_shape(c, a, 0));
+    TRY(want_ints(c, a, 1));
+    cv_init(o, CUTE_V_LAYOUT);
+    return lo_ordered(c, a, 0, &a[1], 0, o);
+  case CUTE_OP_APPEND:
+  case CUTE_OP_PREPEND: {
+    cute_value X;
+    int lay = a[0].type == CUTE_V_LAYOUT;
+    TRY(want(c, a, 0, M_LAYOUT | M_INT | M_TUPLE, "a layout or an IntTuple"));
+    if (lay) {
+      TRY(want(c, a, 1, M_LAYOUT | M_INT, "a layout"));
+      if (a[1].type == CUTE_V_INT) {
+        if (a[1].node[0].a <= 0) return lerr(c, CUTE_E_DOMAIN, "shape must be positive");
+        cv_init(&X, CUTE_V_LAYOUT);
+        TRYB(lay_make_int(&X, a[1].node[0].a));
+      } else {
+        X = a[1];
+      }
+    } else {
+      TRY(want(c, a, 1, M_INT | M_TUPLE | M_UNDER, "an IntTuple"));
+      X = a[1];
+    }
+    if (na == 3) TRY(want(c, a, 2, M_INT, "an integer rank"));
+    cv_init(o, lay ? CUTE_V_LAYOUT : CUTE_V_TUPLE);
+    TRY(op_append(c, a, &X, na == 3, na == 3 ? a[2].node[0].a : 0, op == CUTE_OP_PREPEND, o));
+    if (!lay) fix_it_type(o);
+    return 0;
+  }
+  case CUTE_OP_GROUP: {
+    TRY(want(c, a, 0, M_LAYOUT | M_INT | M_TUPLE, "a layout or an IntTuple"));
+    TRY(want(c, a, 1, M_INT, "an integer"));
+    TRY(want(c, a, 2, M_INT, "an integer"));
+    int r = nd_rank(a, 0);
+    int64_t b = a[1].node[0].a, e = a[2].node[0].a;
+    if (b < 0 || e < b || e > r)
+      return lerr(c, CUTE_E_RANK, "mode range [%lld,%lld) is invalid for rank %d",
+                  (long long)b, (long long)e, r);
+    int h, g;
+    cv_init(o, a[0].type == CUTE_V_LAYOUT ? CUTE_V_LAYOUT : CUTE_V_TUPLE);
+    TRYB(nb_open(o, &h));
+    for (int k = 0; k < r; k++) {
+      if (k == b) TRYB(nb_open(o, &g));
+      TRYB(nb_copy(o, a, nd_child(a, 0, k)));
+      if (k + 1 == e) nb_close(o, g);
+    }
+    if (b == e) {
+      TRYB(nb_open(o, &g));
+      nb_close(o, g);
+    }
+    nb_close(o, h);
+    return 0;
+  }
+  case CUTE_OP_FLATTEN: {
+    TRY(want(c, a, 0, M_LAYOUT | M_INT | M_TUPLE, "a layout or an IntTuple"));
+    int lay = a[0].type == CUTE_V_LAYOUT;
+    cv_init(o, lay ? CUTE_V_LAYOUT : a[0].type);
+    if (!nd_is_tuple(a, 0)) { TRYB(nb_copy(o, a, 0)); return 0; }
+    int h;
+    TRYB(nb_open(o, &h));
+    for (int k = 0; k < a[0].n; k++)
+      if (a[0].node[k].kind != CUTE_N_TUPLE) TRYB(nb_copy(o, a, k));
+    nb_close(o, h);
+    return 0;
+  }
+  case CUTE_OP_SELECT: {
+    TRY(want(c, a, 0, M_LAYOUT | M_INT | M_TUPLE, "a layout or an IntTuple"));
+    TRY(want_ints(c, a, 1));
+    int r = nd_rank(a, 0), h;
+    cv_init(o, a[0].type == CUTE_V_LAYOUT ? CUTE_V_LAYOUT : CUTE_V_TUPLE);
+    TRYB(nb_open(o, &h));
+    for (int k = 0; k < a[1].n; k++) {
+      if (a[1].node[k].kind != CUTE_N_INT) continue;
+      int64_t m = a[1].node[k].a;
+      if (m < 0 || m >= r)
+        return lerr(c, CUTE_E_RANK, "mode %lld is out of range for rank %d", (long long)m, r);
+      TRYB(nb_copy(o, a, nd_child(a, 0, (int)m)));
+    }
+    nb_close(o, h);
+    return 0;
+  }
+  case CUTE_OP_MAX_COMMON_LAYOUT:
+  case CUTE_OP_MAX_COMMON_VECTOR:
+    TRY(want(c, a, 0, LAY, "a layout"));
+    TRY(want(c, a, 1, LAY, "a layout"));
+    cv_init(o, CUTE_V_LAYOUT);
+    TRY(lo_max_common(c, &a[0], &a[1], op == CUTE_OP_MAX_COMMON_VECTOR, o, &x));
+    if (op == CUTE_OP_MAX_COMMON_VECTOR) set_int(o, x);
+    return 0;
+  case CUTE_OP_TILE_TO_SHAPE:
+    TRY(want(c, a, 0, LAY, "a layout"));
+    TRY(want_shape(c, a, 1));
+    if (na == 3) TRY(want_ints(c, a, 2));
+    cv_init(o, CUTE_V_LAYOUT);
+    return lo_tile_to_shape(c, &a[0], &a[1], na == 3 ? &a[2] : NULL, o);
+  case CUTE_OP_LOCAL_TILE:
+    TRY(want(c, a, 0, LAY, "a layout"));
+    TRY(want(c, a, 1, TIL, "a tiler"));
+    TRY(want(c, a, 2, M_INT | M_TUPLE, "a coordinate"));
+    TRY(lo_local_tile(c, &a[0], &a[1], &a[2], o, &x));
+    if (o2) set_int(o2, x);
+    return 0;
+  case CUTE_OP_LOCAL_PARTITION:
+    TRY(want(c, a, 0, LAY, "a layout"));
+    TRY(want(c, a, 1, LAY, "a thread layout"));
+    TRY(want(c, a, 2, M_INT, "an integer thread index"));
+    TRY(lo_local_partition(c, &a[0], &a[1], &a[2], o, &x));
+    if (o2) set_int(o2, x);
+    return 0;
+  case CUTE_OP_CONGRUENT:
+  case CUTE_OP_COMPATIBLE:
+  case CUTE_OP_WEAKLY_CONGRUENT: {
+    TRY(want(c, a, 0, M_LAYOUT | M_INT | M_TUPLE, "a layout or an IntTuple"));
+    TRY(want(c, a, 1, M_LAYOUT | M_INT | M_TUPLE, "a layout or an IntTuple"));
+    if (op == CUTE_OP_CONGRUENT) x = nd_congruent(a, 0, &a[1], 0);
+    else if (op == CUTE_OP_WEAKLY_CONGRUENT) x = nd_weakly_congruent(a, 0, &a[1], 0);
+    else {
+      if (nd_has_under(a, 0) || nd_has_under(&a[1], 0))
+        return lerr(c, CUTE_E_ARG, "_ has no size");
+      x = compatible(a, 0, &a[1], 0);
+    }
+    set_int(o, x);
+    return 0;
+  }
+  default:
+    return lerr(c, CUTE_E_ARG, "unknown op %d", op);
+  }
+}
+
+int cute_op(int op, const cute_value *args, int nargs, cute_value *out, cute_value *out2,
+            cute_err *err) {
+  const op_info *info = op_find(op);
+  if (err) { err->code = 0; err->msg[0] = 0; }
+  if (!info) return lerr_plain(err, CUTE_E_ARG, "cute_op: unknown op %d", op);
+  if (!out) return lerr_plain(err, CUTE_E_ARG, "%s: NULL output", info->name);
+  cv_init(out, CUTE_V_NONE);
+  if (out2) cv_init(out2, CUTE_V_NONE);
+  if (nargs < info->min || nargs > info->max)
+    return lerr_plain(err, CUTE_E_ARG, "%s: takes %d..%d arguments, got %d", info->name,
+                      info->min, info->max, nargs);
+  if (!args) return lerr_plain(err, CUTE_E_ARG, "%s: NULL arguments", info->name);
+  if (out == out2 || (out >= args && out < args + nargs) ||
+      (out2 && out2 >= args && out2 < args + nargs))
+    return lerr_plain(err, CUTE_E_ARG, "%s: outputs may not alias the arguments", info->name);
+  for (int k = 0; k < nargs; k++) {
+    char who[64];
+    snprintf(who, sizeof who, "%s: argument %d", info->name, k + 1);
+    TRY(cv_check(&args[k], err, who));
+  }
+  lctx C = {err, info->name, args, nargs};
+  int rc = dispatch(&C, op, args, nargs, out, out2);
+  if (rc) {
+    cv_init(out, CUTE_V_NONE);
+    if (out2) cv_init(out2, CUTE_V_NONE);
+  }
+  return rc;
+}
+
+/* ---- fast paths ---------------------------------------------------------------------------- */
+
+/* bounded walk: integer coordinate x into subtree i (checks spans as it goes) */
+static int fast_int(const cute_value *L, int i, int end, int64_t x, int64_t *out, int depth) {
+  if (i < 0 || i >= end || depth > CV_MAX) return 1;
+  const cute_node *nd = &L->node[i];
+  if (nd->span < 1 || nd->span > end - i) return 1;
+  if (nd->kind == CUTE_N_INT) return __builtin_mul_overflow(x, nd->b, out) ? 2 : 0;
+  if (nd->kind != CUTE_N_TUPLE || nd->a < 0) return 1;
+  int64_t acc = 0, r;
+  int stop = i + nd->span, j = i + 1;
+  for (int64_t k = 0; k < nd->a; k++) {
+    if (j >= stop) return 1;
+    if (k == nd->a - 1) {
+      int e = fast_int(L, j, stop, x, &r, depth + 1);
+      if (e) return e;
+    } else {
+      int64_t p = 1;
+      int sp = L->node[j].span;
+      if (sp < 1 || sp > stop - j) return 1;
+      for (int q = j; q < j + sp; q++)
+        if (L->node[q].kind == CUTE_N_INT) {
+          if (L->node[q].a <= 0) return 3;
+          if (__builtin_mul_overflow(p, L->node[q].a, &p)) return 2;
+        }
+      int e = fast_int(L, j, stop, x % p, &r, depth + 1);
+      if (e) return e;
+      x /= p;
+    }
+    if (__builtin_add_overflow(acc, r, &acc)) return 2;
+    j += L->node[j].span;
+  }
+  *out = acc;
+  return 0;
+}
+
+int cute_layout_crd2idx(const cute_value *L, const int64_t *crd, int n, int64_t *out,
+                        cute_err *err) {
+  if (!L || !out || (n > 0 && !crd))
+    return lerr_plain(err, CUTE_E_ARG, "crd2idx: NULL argument");
+  if ((L->type != CUTE_V_LAYOUT && L->type != CUTE_V_COMPOSED) || L->n < 1 ||
+      L->n > CV_MAX || L->node[0].span != L->n)
+    return lerr_plain(err, CUTE_E_ARG, "crd2idx: argument is not a valid layout");
+  const cute_node *root = &L->node[0];
+  int rank = root->kind == CUTE_N_TUPLE ? (int)root->a : 1, e = 0;
+  int64_t acc = 0;
+  if (n == 1) {
+    e = fast_int(L, 0, L->n, crd[0], &acc, 0);
+  } else if (n == rank && root->kind == CUTE_N_TUPLE) {
+    int j = 1;
+    for (int k = 0; k < n && !e; k++) {
+      int64_t r;
+      e = fast_int(L, j, L->n, crd[k], &r, 0);
+      if (!e && __builtin_add_overflow(acc, r, &acc)) e = 2;
+      if (!e) j += L->node[j].span;
+    }
+  } else {
+    return lerr_plain(err, CUTE_E_RANK,
+                      "crd2idx: %d coordinates for a layout of rank %d", n, rank);
+  }
+  if (e == 1) return lerr_plain(err, CUTE_E_ARG, "crd2idx: malformed layout");
+  if (e == 2) return lerr_plain(err, CUTE_E_OVERFLOW, "crd2idx: 64-bit overflow");
+  if (e == 3) return lerr_plain(err, CUTE_E_DOMAIN, "crd2idx: zero or negative shape");
+  if (L->type == CUTE_V_COMPOSED) {
+    int B = L->sw_b, M = L->sw_m, S = L->sw_s, sp = S < 0 ? -S : S;
+    if (B < 0 || M < 0 || B > 62 || M > 62 || sp > 62 || B + M + sp > 62)
+      return lerr_plain(err, CUTE_E_DOMAIN, "crd2idx: invalid swizzle");
+    if (__builtin_add_overflow(acc, L->offset, &acc))
+      return lerr_plain(err, CUTE_E_OVERFLOW, "crd2idx: 64-bit overflow");
+    acc = swz_apply(B, M, S, acc);
+  }
+  *out = acc;
+  return 0;
+}
+
+int cute_layout_leaves(const cute_value *L, int64_t *shape, int64_t *stride, int cap) {
+  if (!L || L->n < 1 || L->n > CV_MAX) return -1;
+  if (L->type != CUTE_V_LAYOUT && L->type != CUTE_V_COMPOSED) return -1;
+  int cnt = 0;
+  for (int k = 0; k < L->n; k++) {
+    if (L->node[k].kind != CUTE_N_INT) continue;
+    if (cnt >= cap) return -1;
+    if (shape) shape[cnt] = L->node[k].a;
+    if (stride) stride[cnt] = L->node[k].b;
+    cnt++;
+  }
+  return cnt;
+}
