@@ -18,6 +18,7 @@ LUAJIT_INC  ?= /usr/include/luajit-2.1
 LUAJIT_A    ?= /usr/lib/x86_64-linux-gnu/libluajit-5.1.a
 
 B := build
+Q ?= @
 A := build/asan
 
 # Evaluated lazily (recipes only): llvm-config may be installed by `make deps`.
@@ -67,36 +68,43 @@ $(B)/obj $(A)/obj:
 
 # ---- normal build -----------------------------------------------------------
 $(B)/obj/%.o: src/%.c $(HEADERS) | $(B)/obj check-deps
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	@echo "  CC      $<"
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(B)/obj/lua_embed.o: $(B)/lua_embed.c
 	$(CC) $(ALL_CFLAGS) -Wno-overlength-strings -c $< -o $@
 
 $(B)/obj/main.o: src/main.c $(HEADERS) | $(B)/obj
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	@echo "  CC      $<"
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # Shared library for C hosts and for plain `luajit` (ffi.load). lua_* symbols
 # come from the host process.
 $(B)/libcute.so: $(CORE_OBJS)
-	$(CXX) -shared -o $@ $^ $(LINK_LLVM)
+	@echo "  LINK    $@"
+	$(Q)$(CXX) -shared -o $@ $^ $(LINK_LLVM)
 
 # The REPL / script runner: LuaJIT and LLVM linked statically; exports the
 # cute_* API and LuaJIT's lua_* symbols (busted's C modules need them).
 $(B)/cuteluajit: $(B)/obj/main.o $(CORE_OBJS)
-	$(CXX) -o $@ $^ -Wl,-E $(LUAJIT_A) $(LINK_LLVM)
+	@echo "  LINK    $@"
+	$(Q)$(CXX) -o $@ $^ -Wl,-E $(LUAJIT_A) $(LINK_LLVM)
 
 # ---- ASan + UBSan build ---------------------------------------------------------
 $(A)/obj/%.o: src/%.c $(HEADERS) | $(A)/obj check-deps
-	$(CC) $(ALL_CFLAGS) -O1 $(SAN) -c $< -o $@
+	@echo "  CC/SAN  $<"
+	$(Q)$(CC) $(ALL_CFLAGS) -O1 $(SAN) -c $< -o $@
 
 $(A)/obj/lua_embed.o: $(B)/lua_embed.c | $(A)/obj
 	$(CC) $(ALL_CFLAGS) -O1 -Wno-overlength-strings -c $< -o $@
 
 $(A)/obj/main.o: src/main.c $(HEADERS) | $(A)/obj
-	$(CC) $(ALL_CFLAGS) -O1 $(SAN) -c $< -o $@
+	@echo "  CC/SAN  $<"
+	$(Q)$(CC) $(ALL_CFLAGS) -O1 $(SAN) -c $< -o $@
 
 $(A)/cuteluajit: $(A)/obj/main.o $(ASAN_OBJS)
-	$(CXX) $(SAN) -o $@ $^ -Wl,-E $(LUAJIT_A) $(LINK_LLVM)
+	@echo "  LINK    $@"
+	$(Q)$(CXX) $(SAN) -o $@ $^ -Wl,-E $(LUAJIT_A) $(LINK_LLVM)
 
 # ---- C API test and embedding example ------------------------------------------
 $(B)/test_capi: tests/test_capi.c $(B)/libcute.so

@@ -24,15 +24,16 @@ static const char *const ir_shfl_names[] = {IR_SHFL_NAMES};
 static const char *const ir_vote_names[] = {IR_VOTE_NAMES};
 static const char *const ir_atom_names[] = {IR_ATOM_NAMES};
 
-#define IR_NN(a) ((a) ? (int)(sizeof(a) / sizeof((a)[0])) : 0)
+#define IR_NN(a) ((int)(sizeof(a) / sizeof((a)[0])))
 const ir_immkind ir_immk[IK_COUNT_] = {
-#define IR_IKROW(id, key, names, str) {key, names, IR_NN(names), str},
+#define IR_IKROW(id, key, names, nn, str) {key, names, nn, str},
     IMMKDEF(IR_IKROW)
 #undef IR_IKROW
 };
 
-_Static_assert(IR_NOPS == CUTE_IR_OP_COUNT_, "irdef.h and cute_ir.h opcodes differ");
-_Static_assert(IR_ASM == CUTE_IR_ASM && IR_LOAD == CUTE_IR_LOAD && IR_FMA == CUTE_IR_FMA,
+_Static_assert((int)IR_NOPS == (int)CUTE_IR_OP_COUNT_, "irdef.h and cute_ir.h opcodes differ");
+_Static_assert((int)IR_ASM == (int)CUTE_IR_ASM && (int)IR_LOAD == (int)CUTE_IR_LOAD && (int)IR_FMA == (int)CUTE_IR_FMA &&
+                   (int)IR_MBARWAIT == (int)CUTE_IR_MBARWAIT,
                "irdef.h and cute_ir.h opcodes differ");
 _Static_assert(IR_NN(ir_sreg_names) == CUTE_SREG_COUNT_, "sreg names");
 
@@ -196,7 +197,7 @@ int cute_ir_status(cute_ir *ir, cute_err *err) {
   }
   if (err) {
     err->code = ir->err_code;
-    snprintf(err->msg, sizeof err->msg, "%s", ir->err);
+    snprintf(err->msg, sizeof err->msg, "%.1000s", ir->err);
   }
   return ir->err_code;
 }

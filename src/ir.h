@@ -25,7 +25,7 @@ enum {
 };
 
 enum {
-#define IR_IKENUM(id, key, names, str) id,
+#define IR_IKENUM(id, key, names, nn, str) id,
   IMMKDEF(IR_IKENUM)
 #undef IR_IKENUM
   IK_COUNT_

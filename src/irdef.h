@@ -121,27 +121,27 @@
 
 enum { OF_RES = 1, OF_REGION = 2, OF_TERM = 4, OF_SIDE = 8, OF_RESV = 16 };
 
-/* Immediate kinds: IMMK(ID, "key", value-name list or NULL, is_string) */
+/* Immediate kinds: IMMK(ID, "key", value-name list or NULL, number of names, is_string) */
 #define IMMKDEF(_) \
-  _(IK_NONE,   "",       NULL,            0) \
-  _(IK_INT,    "n",      NULL,            0) \
-  _(IK_COUNT,  "count",  NULL,            0) \
-  _(IK_ALIGN,  "align",  NULL,            0) \
-  _(IK_LANE,   "lane",   NULL,            0) \
-  _(IK_WIDTH,  "width",  NULL,            0) \
-  _(IK_BARID,  "id",     NULL,            0) \
-  _(IK_UNROLL, "unroll", NULL,            0) \
-  _(IK_FN,     "fn",     NULL,            0) \
-  _(IK_STR,    "str",    NULL,            1) \
-  _(IK_CONS,   "cons",   NULL,            1) \
-  _(IK_HINT,   "hint",   ir_hint_names,   0) \
-  _(IK_RND,    "rnd",    ir_rnd_names,    0) \
-  _(IK_MATH,   "math",   ir_math_names,   0) \
-  _(IK_SREG,   "reg",    ir_sreg_names,   0) \
-  _(IK_SCOPE,  "scope",  ir_scope_names,  0) \
-  _(IK_SHFL,   "mode",   ir_shfl_names,   0) \
-  _(IK_VOTE,   "mode",   ir_vote_names,   0) \
-  _(IK_ATOM,   "op",     ir_atom_names,   0)
+  _(IK_NONE,   "",       NULL,            0, 0) \
+  _(IK_INT,    "n",      NULL,            0, 0) \
+  _(IK_COUNT,  "count",  NULL,            0, 0) \
+  _(IK_ALIGN,  "align",  NULL,            0, 0) \
+  _(IK_LANE,   "lane",   NULL,            0, 0) \
+  _(IK_WIDTH,  "width",  NULL,            0, 0) \
+  _(IK_BARID,  "id",     NULL,            0, 0) \
+  _(IK_UNROLL, "unroll", NULL,            0, 0) \
+  _(IK_FN,     "fn",     NULL,            0, 0) \
+  _(IK_STR,    "str",    NULL,            0, 1) \
+  _(IK_CONS,   "cons",   NULL,            0, 1) \
+  _(IK_HINT,   "hint",   ir_hint_names,   IR_NN(ir_hint_names), 0) \
+  _(IK_RND,    "rnd",    ir_rnd_names,    IR_NN(ir_rnd_names), 0) \
+  _(IK_MATH,   "math",   ir_math_names,   IR_NN(ir_math_names), 0) \
+  _(IK_SREG,   "reg",    ir_sreg_names,   IR_NN(ir_sreg_names), 0) \
+  _(IK_SCOPE,  "scope",  ir_scope_names,  IR_NN(ir_scope_names), 0) \
+  _(IK_SHFL,   "mode",   ir_shfl_names,   IR_NN(ir_shfl_names), 0) \
+  _(IK_VOTE,   "mode",   ir_vote_names,   IR_NN(ir_vote_names), 0) \
+  _(IK_ATOM,   "op",     ir_atom_names,   IR_NN(ir_atom_names), 0)
 
 /* Value names of the enumerated immediates (index = public enum value). */
 #define IR_HINT_NAMES   "", "nc", "cs", "cg", "ca", "lu", "cv", "wb", "wt", "volatile"

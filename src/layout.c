@@ -65,12 +65,14 @@ int nd_product(lctx *c, const cute_value *v, int i, int64_t *out) {
 }
 
 static int ck_abs(lctx *c, int64_t x, int64_t *r) {
+  *r = 0;
   if (x == INT64_MIN) return lerr(c, CUTE_E_OVERFLOW, "64-bit overflow in |%lld|", (long long)x);
   *r = x < 0 ? -x : x;
   return 0;
 }
 
 static int ck_div(lctx *c, int64_t a, int64_t b, int64_t *q) {
+  *q = 0;
   if (b == 0) return lerr(c, CUTE_E_DOMAIN, "division of %lld by zero", (long long)a);
   if (b == -1 && a == INT64_MIN)
     return lerr(c, CUTE_E_OVERFLOW, "64-bit overflow in %lld/-1", (long long)a);
@@ -81,21 +83,23 @@ static int ck_div(lctx *c, int64_t a, int64_t b, int64_t *q) {
 static int64_t smod(int64_t a, int64_t b) { return b == -1 ? 0 : a % b; } /* b != 0 */
 
 static int cd_int(lctx *c, int64_t a, int64_t b, int64_t *r) {
-  int64_t t;
-  if (b == 0) return lerr(c, CUTE_E_DOMAIN, "ceil_div of %lld by zero", (long long)a);
+  int64_t t = 0;
+  *r = 0;
+  if (b == 0) return lerr(c, CUTE_E_DOMAIN, "division of %lld by zero", (long long)a);
   TRY(ck_add(c, a, b, &t));
   TRY(ck_add(c, t, -1, &t));
   return ck_div(c, t, b, r);
 }
 
 static int sd_int(lctx *c, int64_t a, int64_t b, int64_t *r) {
+  *r = 0;
   if (a == 0 || b == 0)
     return lerr(c, CUTE_E_DOMAIN, "shape_div of %lld by %lld is undefined", (long long)a,
                 (long long)b);
   if (smod(a, b) != 0 && smod(b, a) != 0)
-    return lerr(c, CUTE_E_DOMAIN, "shape_div: %lld and %lld do not divide each other",
+    return lerr(c, CUTE_E_DOMAIN, "%lld and %lld do not divide each other",
                 (long long)a, (long long)b);
-  int64_t q;
+  int64_t q = 0;
   TRY(ck_div(c, a, b, &q));
   *r = q != 0 ? q : ((a > 0) == (b > 0) ? 1 : -1);
   return 0;
@@ -106,7 +110,8 @@ static int fl_cosize(lctx *c, const flat *f, int64_t *out) {
   for (int k = 0; k < f->n; k++) {
     int64_t ad = 0, t = 0;
     TRY(ck_abs(c, f->d[k], &ad));
-    TRY(ck_mul(c, f->s[k] - 1, ad, &t));
+    TRY(ck_add(c, f->s[k], -1, &t));
+    TRY(ck_mul(c, t, ad, &t));
     TRY(ck_add(c, acc, t, &acc));
   }
   *out = acc;
@@ -172,7 +177,10 @@ static int fl_coalesce(lctx *c, flat *f, int x) {
   int64_t ns = f->s[R - 1];
   if (x && ns == 1) ns = 2; /* coalesce_x: keep the last mode extendable */
   TRY(bw_coalesce(c, f->s, f->d, R - 2, ns, f->d[R - 1], &r));
-  *f = r;
+  f->n = r.n;
+  f->tup = r.tup;
+  memcpy(f->s, r.s, (size_t)r.n * sizeof(int64_t));
+  memcpy(f->d, r.d, (size_t)r.n * sizeof(int64_t));
   return 0;
 }
 

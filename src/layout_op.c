@@ -181,8 +181,8 @@ static int64_t swz_apply(int B, int M, int S, int64_t x) {
 }
 
 static int swz_ok(lctx *c, int64_t B, int64_t M, int64_t S) {
-  int64_t sp = S < 0 ? -S : S;
-  if (B < 0 || M < 0 || B > 62 || M > 62 || sp > 62 || B + M + sp > 62)
+  if (B < 0 || M < 0 || B > 62 || M > 62 || S < -62 || S > 62 ||
+      B + M + (S < 0 ? -S : S) > 62)
     return lerr(c, CUTE_E_DOMAIN, "invalid swizzle Sw<%lld,%lld,%lld>", (long long)B,
                 (long long)M, (long long)S);
   return 0;
@@ -563,9 +563,10 @@ int cute_op(int op, const cute_value *args, int nargs, cute_value *out, cute_val
       (out2 && out2 >= args && out2 < args + nargs))
     return lerr_plain(err, CUTE_E_ARG, "%s: outputs may not alias the arguments", info->name);
   for (int k = 0; k < nargs; k++) {
+    if (cv_check(&args[k], NULL, NULL) == 0) continue;
     char who[64];
     snprintf(who, sizeof who, "%s: argument %d", info->name, k + 1);
-    TRY(cv_check(&args[k], err, who));
+    return cv_check(&args[k], err, who);
   }
   lctx C = {err, info->name, args, nargs};
   int rc = dispatch(&C, op, args, nargs, out, out2);
@@ -601,9 +602,18 @@ static int fast_int(const cute_value *L, int i, int end, int64_t x, int64_t *out
           if (L->node[q].a <= 0) return 3;
           if (__builtin_mul_overflow(p, L->node[q].a, &p)) return 2;
         }
-      int e = fast_int(L, j, stop, x % p, &r, depth + 1);
+      int64_t q, m;
+      if (x >= 0 && (p & (p - 1)) == 0) { /* power of two: shifts */
+        int sh = __builtin_ctzll((unsigned long long)p);
+        q = x >> sh;
+        m = x & (p - 1);
+      } else {
+        q = x / p;
+        m = x % p;
+      }
+      int e = fast_int(L, j, stop, m, &r, depth + 1);
       if (e) return e;
-      x /= p;
+      x = q;
     }
     if (__builtin_add_overflow(acc, r, &acc)) return 2;
     j += L->node[j].span;
@@ -625,12 +635,19 @@ int cute_layout_crd2idx(const cute_value *L, const int64_t *crd, int n, int64_t 
   if (n == 1) {
     e = fast_int(L, 0, L->n, crd[0], &acc, 0);
   } else if (n == rank && root->kind == CUTE_N_TUPLE) {
-    int j = 1;
+    int j = 1, end = L->n;
     for (int k = 0; k < n && !e; k++) {
       int64_t r;
-      e = fast_int(L, j, L->n, crd[k], &r, 0);
+      if (j >= end) { e = 1; break; }
+      const cute_node *nd = &L->node[j];
+      if (nd->kind == CUTE_N_INT && nd->span == 1) {
+        if (__builtin_mul_overflow(crd[k], nd->b, &r)) e = 2;
+        j++;
+      } else {
+        e = fast_int(L, j, end, crd[k], &r, 0);
+        if (!e) j += nd->span;
+      }
       if (!e && __builtin_add_overflow(acc, r, &acc)) e = 2;
-      if (!e) j += L->node[j].span;
     }
   } else {
     return lerr_plain(err, CUTE_E_RANK,
@@ -640,8 +657,9 @@ int cute_layout_crd2idx(const cute_value *L, const int64_t *crd, int n, int64_t 
   if (e == 2) return lerr_plain(err, CUTE_E_OVERFLOW, "crd2idx: 64-bit overflow");
   if (e == 3) return lerr_plain(err, CUTE_E_DOMAIN, "crd2idx: zero or negative shape");
   if (L->type == CUTE_V_COMPOSED) {
-    int B = L->sw_b, M = L->sw_m, S = L->sw_s, sp = S < 0 ? -S : S;
-    if (B < 0 || M < 0 || B > 62 || M > 62 || sp > 62 || B + M + sp > 62)
+    int B = L->sw_b, M = L->sw_m, S = L->sw_s;
+    if (B < 0 || M < 0 || B > 62 || M > 62 || S < -62 || S > 62 ||
+        B + M + (S < 0 ? -S : S) > 62)
       return lerr_plain(err, CUTE_E_DOMAIN, "crd2idx: invalid swizzle");
     if (__builtin_add_overflow(acc, L->offset, &acc))
       return lerr_plain(err, CUTE_E_OVERFLOW, "crd2idx: 64-bit overflow");

@@ -39,6 +39,7 @@ static void on_sigint(int sig) {
 }
 
 static int traceback(lua_State *L) {
+  if (lua_isnil(L, 1)) return 1; /* error() with no value (e.g. busted's exit): silent */
   const char *msg = lua_tostring(L, 1);
   if (!msg) {
     if (luaL_callmeta(L, 1, "__tostring") && lua_isstring(L, -1)) return 1;

@@ -234,6 +234,12 @@ int nb_copy(cute_value *o, const cute_value *s, int i) {
 /* ---- formatting ---------------------------------------------------------------- */
 
 void sb_puts(sbuf *b, const char *s) {
+  if (!s[0]) return;
+  if (!s[1] && b->cap > 0 && b->len < b->cap - 1) { /* common: one char */
+    b->p[b->len++] = s[0];
+    b->p[b->len] = 0;
+    return;
+  }
   size_t l = strlen(s);
   if (b->cap > 0 && b->len < b->cap - 1) {
     size_t room = b->cap - 1 - b->len;
@@ -254,9 +260,13 @@ void sb_printf(sbuf *b, const char *fmt, ...) {
 }
 
 static void sb_int(sbuf *b, int64_t x) {
-  char t[32];
-  snprintf(t, sizeof t, "%lld", (long long)x);
-  sb_puts(b, t);
+  char t[24];
+  int k = 23;
+  uint64_t u = x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
+  t[k] = 0;
+  do { t[--k] = (char)('0' + u % 10); u /= 10; } while (u);
+  if (x < 0) t[--k] = '-';
+  sb_puts(b, t + k);
 }
 
 void fmt_sub(sbuf *b, const cute_value *v, int i, int mode) {
@@ -293,6 +303,7 @@ void fmt_sub(sbuf *b, const cute_value *v, int i, int mode) {
 
 void fmt_value(sbuf *b, const cute_value *v) {
   if (!v) { sb_puts(b, "<null>"); return; }
+  if (v->type == CUTE_V_NONE) return;
   if (cv_check(v, NULL, NULL)) {
     /* shapes <= 0 still print (results of complement can carry them) */
     int ok = 0;

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int passed, failed;
+static int passed, failed, skipped;
 
 static void check(int ok, const char *what, const cute_err *e) {
   if (ok) {
@@ -305,7 +305,8 @@ int main(void) {
           "cute_cuda_available is 0 with a reason", &why);
     no_driver_tests(&why);
     printf("  skip  GPU tests (no usable CUDA driver/device)\n");
+    skipped++;
   }
-  printf("%d passed, %d failed\n", passed, failed);
+  printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
   return failed ? 1 : 0;
 }

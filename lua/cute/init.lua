@@ -65,7 +65,7 @@ cute.make_fragment_like = tensor.make_fragment_like
 cute.make_shared_tensor = tensor.make_shared_tensor
 cute.make_dynamic_shared_tensor = tensor.make_dynamic_shared_tensor
 cute.copy = tensor.copy
-cute.is_tensor = tensor.is_tensor
+cute.is_tensor = function(x) return tensor.is_tensor(x) or runtime.is_tensor(x) end
 
 -- ops that take a layout or a kernel-side tensor
 local function dual(name, tfn)

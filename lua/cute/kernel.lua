@@ -96,7 +96,7 @@ function M.dynamic(t)
 end
 
 local function tensor_sig(t)
-  local s = t._cute_sig
+  local s = rawget(t, "_cute_sig")
   if s then return s end
   local strides = t.strides or row_major(t.shape)
   s = t.dtype.name .. (t.dynamic and "|dyn" .. #t.shape or "|" .. table.concat(t.shape, ",") .. "|" ..
@@ -176,9 +176,7 @@ function Kernel:trace(...)
             shape[d], stride[d] = a.shape[d], strides[d]
           end
         end
-        local L
-        if #shape == 1 then L = { shape = shape[1], stride = stride[1] }
-        else L = { shape = shape, stride = stride } end
+        local L = { shape = shape, stride = stride }
         targs[i] = ten.make(pv, 0, L, elem, "global", aligned and 16 or tr.tinfo[elem].bits / 8)
         tensor_ptrs[#tensor_ptrs + 1] = i
       elseif is_scalar(a) then
@@ -222,7 +220,7 @@ local function gpu_arch()
   if has_gpu_cache == nil then
     has_gpu_cache = false
     local ok, rt = pcall(require, "cute.runtime")
-    if ok and rt.has_gpu and rt.has_gpu() then
+    if ok and rt.available() then
       local d = rt.device(0)
       has_gpu_cache = ("sm_%d%d%s"):format(d.cc[1], d.cc[2], d.cc[1] >= 9 and "a" or "")
     end
@@ -330,7 +328,8 @@ local NIL = {}
 local function arg_key(a)
   local ta = type(a)
   if ta == "table" then
-    if a._cute_sig then return a._cute_sig end
+    local sig = rawget(a, "_cute_sig")
+    if sig then return sig end
     if is_scalar(a) then return a.t end
     if a.dtype and a.shape then return tensor_sig(a) end
     return a -- plain table: by identity

@@ -176,13 +176,14 @@ end
 -- printing and parsing
 ---------------------------------------------------------------------------
 local function format_cv(cv)
-  local n = C.cute_format(cv, textbuf, textbuf_size)
-  if n >= textbuf_size then
-    local big = ffi.new("char[?]", n + 1)
-    C.cute_format(cv, big, n + 1)
-    return ffi.string(big, n)
+  -- cute_format returns the bytes needed including the terminating NUL
+  local n = tonumber(C.cute_format(cv, textbuf, textbuf_size))
+  if n > textbuf_size then
+    local big = ffi.new("char[?]", n)
+    C.cute_format(cv, big, n)
+    return ffi.string(big, n - 1)
   end
-  return ffi.string(textbuf, n)
+  return ffi.string(textbuf, n - 1)
 end
 
 local fmt_cell = value_t()
@@ -210,7 +211,7 @@ function M.parse(text)
     error("cute.parse: expected a string, got " .. type(text), 2)
   end
   local r = value_t()
-  cf.check(C.cute_parse(text, r, cf.err), 1)
+  cf.check(C.cute_parse(text, r, cf.err), 2)
   local ty = r.type
   if ty == V_LAYOUT or ty == V_COMPOSED or ty == V_SWIZZLE then return r end
   return from_value(r)
@@ -241,7 +242,7 @@ local function call(name, nargs, a1, a2, a3, a4)
   if nargs >= 4 then to_value(args[3], a4, what) end
   local r = value_t()
   local st = C.cute_op(code, args, nargs, r, out2, cf.err)
-  if st ~= 0 then cf.raise(4) end
+  if st ~= 0 then cf.raise(0) end
   return r
 end
 
@@ -341,7 +342,7 @@ function M.make_layout(shape, stride)
   if is_layout(shape) and stride == nil then return shape end
   if stride == nil then
     local ok, r = pcall(call, "make_layout_left", 1, shape)
-    if not ok then error((r:gsub("make_layout_left", "make_layout")), 2) end
+    if not ok then error((tostring(r):gsub("make_layout_left", "make_layout")), 2) end
     return r
   end
   local L = value_t()
@@ -398,7 +399,7 @@ local function layout_call(L, c, ...)
   local nextra = select("#", ...)
   if ty == V_LAYOUT and type(c) == "number" and nextra == 0 then
     crdbuf[0] = c
-    if C.cute_layout_crd2idx(L, crdbuf, 1, i64out, cf.err) ~= 0 then cf.raise(2) end
+    if C.cute_layout_crd2idx(L, crdbuf, 1, i64out, cf.err) ~= 0 then cf.raise(3) end
     return tonumber(i64out[0])
   end
   if ty == V_LAYOUT and nextra > 0 then
@@ -407,7 +408,7 @@ local function layout_call(L, c, ...)
     if n > 64 then error("layout call: too many coordinates", 2) end
     crdbuf[0] = c
     for k = 1, nextra do crdbuf[k] = (select(k, ...)) end
-    if C.cute_layout_crd2idx(L, crdbuf, n, i64out, cf.err) ~= 0 then cf.raise(2) end
+    if C.cute_layout_crd2idx(L, crdbuf, n, i64out, cf.err) ~= 0 then cf.raise(3) end
     return tonumber(i64out[0])
   end
   if ty == V_COMPOSED then

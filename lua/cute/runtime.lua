@@ -374,7 +374,6 @@ end
 
 local Tensor = {}
 Tensor.__index = Tensor
-M.Tensor = Tensor
 
 function M.is_tensor(x) return getmetatable(x) == Tensor end
 
@@ -808,7 +807,12 @@ function M.launch(fn, grid, block, smem, stream, params, cluster)
   if type(stream) == "table" then sh = stream.handle end
   if cluster == nil then
     local s = C.cute_cuda_launch(h, gx, gy, gz, bx, by, bz, smem or 0, sh, params, err)
-    if s ~= 0 then check(s) end
+    if s ~= 0 then
+      if type(fn) == "table" and fn.handle == nil and fn.name then
+        argerror("cute.launch", "function %s belongs to an unloaded module", fn.name)
+      end
+      check(s)
+    end
     return
   end
   local cx, cy, cz = dims(cluster, "cluster", "cute.launch")

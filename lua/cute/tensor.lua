@@ -289,7 +289,6 @@ function Tensor.slice(T, c)
   local outs, outd = {}, {}
   local off = slice(c, T.layout.shape, T.layout.stride, outs, outd)
   local shape, stride = outs, outd
-  if #outs == 1 then shape, stride = outs[1], outd[1] end
   return M.make(T.ptr, iadd(T.off, off), { shape = shape, stride = stride }, T.elem, T.space, T.align)
 end
 

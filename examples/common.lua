@@ -1,0 +1,65 @@
+-- Shared helpers for the examples: random data, error norms, GPU timing.
+local cute = require("cute")
+local ffi = require("ffi")
+
+local M = {}
+
+-- xorshift random floats in [-1, 1) into a new float[n] (seeded per call site)
+local seed_state = os.time() % 100000 + 1
+function M.rand_floats(n, lo, hi)
+  lo, hi = lo or -1, hi or 1
+  local a = ffi.new("float[?]", n)
+  local x = seed_state
+  seed_state = seed_state + 7919
+  local s = bit.tobit(x * 2654435761)
+  for i = 0, n - 1 do
+    s = bit.bxor(s, bit.lshift(s, 13)); s = bit.bxor(s, bit.rshift(s, 17)); s = bit.bxor(s, bit.lshift(s, 5))
+    a[i] = lo + (hi - lo) * ((s % 16777216 + 16777216) % 16777216) / 16777216
+  end
+  return a
+end
+
+-- ||out - ref|| / ||ref|| over n elements (ref as a Lua function or array); NaN fails
+function M.rel_error(out, ref, n)
+  local num, den = 0, 0
+  for i = 0, n - 1 do
+    local r = type(ref) == "function" and ref(i) or ref[i]
+    local d = out[i] - r
+    if out[i] ~= out[i] then return math.huge end
+    num = num + d * d; den = den + r * r
+  end
+  if den == 0 then return math.sqrt(num) end
+  return math.sqrt(num / den)
+end
+
+-- median time in ms of fn() over reps runs, timed with events (after warmup)
+function M.time_ms(fn, reps, warmup)
+  reps, warmup = reps or 20, warmup or 3
+  for _ = 1, warmup do fn() end
+  cute.synchronize()
+  local e0, e1 = cute.event(), cute.event()
+  local t = {}
+  for i = 1, reps do
+    e0:record(); fn(); e1:record(); e1:synchronize()
+    t[i] = cute.elapsed_ms(e0, e1)
+  end
+  table.sort(t)
+  return t[math.floor((reps + 1) / 2)]
+end
+
+function M.check(name, err, tol)
+  local ok = err <= tol
+  print(("%s: rel. error %.3e (tolerance %.0e) %s"):format(name, err, tol, ok and "OK" or "FAILED"))
+  if not ok then os.exit(1) end
+end
+
+-- true when a GPU is usable; otherwise prints why (examples then compile only)
+function M.gpu()
+  local ok, why = cute.available()
+  if not ok then
+    print("no GPU here (" .. tostring(why) .. "): compiling only")
+  end
+  return ok
+end
+
+return M

@@ -1,0 +1,1436 @@
+/*
+ * codegen_llvm.c -- IR -> LLVM module (C API only) -> LLVMVerifyModule ->
+ * default<On> passes -> PTX -> cubin (ptxas, when present).
+ * The only file that includes llvm-c headers.
+ *
+ * Lowering in short
+ *  - kernels: ptx_kernel calling convention + !nvvm.annotations "kernel",
+ *    maxntidx / minctasm; device functions: internal linkage.
+ *  - structured regions become basic blocks; for-loops keep the induction
+ *    variable in a phi; var/vget/vset are allocas in the entry block that
+ *    mem2reg/SROA promote (O1+); unroll hints are !llvm.loop metadata.
+ *  - .nc loads: !invariant.load on a global pointer (ld.global.nc); other
+ *    cache hints, scoped atomics, f16x2/bf16x2 atomics, named barriers,
+ *    tanh.approx, rounding-mode conversions: inline PTX.
+ *  - accurate math: libdevice (__nv_*), linked from the CUDA toolkit.
+ * The target machine is cached across compiles (guarded by a mutex).
+ */
+#include "ir.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/DebugInfo.h>
+#include <llvm-c/Linker.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TRIPLE "nvptx64-nvidia-cuda"
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* ---- compile result ------------------------------------------------------- */
+typedef struct ck {
+  char *name;
+  cute_kernel_info info;
+} ck;
+
+struct cute_compiled {
+  char *ir_text, *llvm_ir, *ptx, *ptxas_log;
+  void *cubin;
+  size_t cubin_size;
+  ck *k;
+  int nk;
+  cute_compile_times t;
+};
+
+/* ---- target machine cache -------------------------------------------------- */
+static pthread_mutex_t tm_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { LLVMTargetMachineRef tm; char cpu[32], feat[32]; int level; } tm_cache[4];
+static int tm_next, targets_ready;
+
+static LLVMTargetMachineRef get_tm(const char *cpu, const char *feat, int level, char *msg, size_t cap) {
+  for (int i = 0; i < 4; i++)
+    if (tm_cache[i].tm && !strcmp(tm_cache[i].cpu, cpu) && !strcmp(tm_cache[i].feat, feat) &&
+        tm_cache[i].level == level)
+      return tm_cache[i].tm;
+  if (!targets_ready) {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+    targets_ready = 1;
+  }
+  LLVMTargetRef target;
+  char *err = NULL;
+  if (LLVMGetTargetFromTriple(TRIPLE, &target, &err)) {
+    snprintf(msg, cap, "LLVM: no NVPTX target: %s", err ? err : "?");
+    LLVMDisposeMessage(err);
+    return NULL;
+  }
+  static const LLVMCodeGenOptLevel lv[4] = {LLVMCodeGenLevelNone, LLVMCodeGenLevelLess,
+                                            LLVMCodeGenLevelDefault, LLVMCodeGenLevelAggressive};
+  LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, TRIPLE, cpu, feat, lv[level & 3],
+                                                    LLVMRelocDefault, LLVMCodeModelDefault);
+  if (!tm) { snprintf(msg, cap, "LLVM: cannot create a target machine for %s %s", cpu, feat); return NULL; }
+  int i = tm_next++ & 3;
+  if (tm_cache[i].tm) LLVMDisposeTargetMachine(tm_cache[i].tm);
+  tm_cache[i].tm = tm;
+  snprintf(tm_cache[i].cpu, sizeof tm_cache[i].cpu, "%s", cpu);
+  snprintf(tm_cache[i].feat, sizeof tm_cache[i].feat, "%s", feat);
+  tm_cache[i].level = level;
+  return tm;
+}
+
+/* libdevice bitcode, read once (kept for the life of the process). */
+static LLVMMemoryBufferRef libdevice_buf;
+static char libdevice_path[512];
+
+static const char *find_libdevice(const char *given) {
+  static char p[512];
+  if (given && *given) return access(given, R_OK) == 0 ? given : NULL;
+  const char *ch = getenv("CUDA_HOME");
+  if (!ch || !*ch) ch = getenv("CUDA_PATH");
+  if (ch && *ch) {
+    snprintf(p, sizeof p, "%s/nvvm/libdevice/libdevice.10.bc", ch);
+    if (access(p, R_OK) == 0) return p;
+  }
+  snprintf(p, sizeof p, "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc");
+  return access(p, R_OK) == 0 ? p : NULL;
+}
+
+/* ---- generator state ---------------------------------------------------------- */
+typedef struct ctl {
+  int32_t opener;
+  int op;
+  LLVMBasicBlockRef head, body, latch, exitb, elseb, then_end;
+  LLVMValueRef iv, then_val, else_val, pre_val;
+  LLVMBasicBlockRef pre;
+} ctl;
+
+typedef struct cg {
+  cute_ir *ir;
+  const cute_compile_opts *o;
+  LLVMContextRef C;
+  LLVMModuleRef M;
+  LLVMBuilderRef B;
+  LLVMTypeRef *ty;  /* per IR type */
+  LLVMTypeRef tvoid, ti1, ti8, ti16, ti32, ti64, tf16, tbf16, tf32, tf64, tptr;
+  LLVMValueRef *fn;
+  LLVMTypeRef *fnty;
+  /* per function */
+  ir_func *f;
+  int32_t fi;
+  LLVMValueRef F;
+  LLVMValueRef *val;
+  LLVMValueRef *cval;
+  LLVMBasicBlockRef entry;
+  ctl *cs;
+  int ncs;
+  LLVMValueRef dynsmem;
+  LLVMValueRef vprintf;
+  int need_libdevice, ftz;
+  char *err;
+  size_t errcap;
+  int failed;
+  char diag[1024];
+  int diag_err;
+} cg;
+
+static int cgfail(cg *g, const ir_inst *in, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int cgfail(cg *g, const ir_inst *in, const char *fmt, ...) {
+  if (g->failed) return 1;
+  g->failed = 1;
+  char lb[256], m[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m, sizeof m, fmt, ap);
+  va_end(ap);
+  snprintf(g->err, g->errcap, "%scodegen: %s", in ? ir_locstr(g->ir, in, lb, sizeof lb) : "", m);
+  return 1;
+}
+
+static void diag_handler(LLVMDiagnosticInfoRef di, void *ctx) {
+  cg *g = ctx;
+  LLVMDiagnosticSeverity sev = LLVMGetDiagInfoSeverity(di);
+  if (sev != LLVMDSError) return;
+  char *d = LLVMGetDiagInfoDescription(di);
+  if (!g->diag_err) snprintf(g->diag, sizeof g->diag, "%s", d ? d : "?");
+  g->diag_err = 1;
+  LLVMDisposeMessage(d);
+}
+
+static LLVMTypeRef lt(cg *g, int32_t t) {
+  if (g->ty[t]) return g->ty[t];
+  ir_type *ty = &g->ir->types[t];
+  LLVMTypeRef r = NULL;
+  switch (ty->kind) {
+  case CUTE_T_VOID: r = g->tvoid; break;
+  case CUTE_T_I1: r = g->ti1; break;
+  case CUTE_T_I8: case CUTE_T_U8: r = g->ti8; break;
+  case CUTE_T_I16: case CUTE_T_U16: r = g->ti16; break;
+  case CUTE_T_I32: case CUTE_T_U32: r = g->ti32; break;
+  case CUTE_T_I64: case CUTE_T_U64: r = g->ti64; break;
+  case CUTE_T_F16: r = g->tf16; break;
+  case CUTE_T_BF16: r = g->tbf16; break;
+  case CUTE_T_F32: r = g->tf32; break;
+  case CUTE_T_F64: r = g->tf64; break;
+  case CUTE_T_VEC: r = LLVMVectorType(lt(g, ty->elem), ty->n); break;
+  case CUTE_T_PTR: r = LLVMPointerTypeInContext(g->C, ty->n); break;
+  }
+  return g->ty[t] = r;
+}
+
+static LLVMValueRef V(cg *g, int32_t r) {
+  if (r > 0) return g->val[r];
+  int32_t k = -r;
+  if (g->cval[k]) return g->cval[k];
+  ir_const *c = &g->f->cst[k];
+  LLVMTypeRef t = lt(g, c->type);
+  LLVMValueRef v;
+  if (ir_scalar_class(c->type) == 3) {
+    int bits = ir_bits(c->type);
+    v = LLVMConstBitCast(LLVMConstInt(LLVMIntTypeInContext(g->C, (unsigned)bits), (unsigned long long)c->bits, 0), t);
+  } else {
+    v = LLVMConstInt(t, (unsigned long long)c->bits, ir_is_signed(g->ir, c->type));
+  }
+  return g->cval[k] = v;
+}
+
+#define TY(r) ir_vtype(g->f, (r))
+
+static LLVMValueRef intr(cg *g, const ir_inst *in, const char *name, LLVMTypeRef *tys, int ntys,
+                         LLVMValueRef *args, int nargs) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  if (!id) { cgfail(g, in, "LLVM 19 has no intrinsic %s", name); return NULL; }
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(g->M, id, tys, (size_t)ntys);
+  LLVMTypeRef fty = LLVMIntrinsicGetType(g->C, id, tys, (size_t)ntys);
+  return LLVMBuildCall2(g->B, fty, fn, args, (unsigned)nargs, "");
+}
+
+static void add_call_attr(cg *g, LLVMValueRef call, const char *name) {
+  unsigned k = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->C, k, 0));
+}
+
+/* inline PTX; side: has side effects (and convergent) */
+static LLVMValueRef iasm(cg *g, LLVMTypeRef ret, const char *tmpl, const char *cons, LLVMValueRef *args,
+                         int nargs, int side) {
+  LLVMTypeRef at[20];
+  for (int i = 0; i < nargs && i < 20; i++) at[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef fty = LLVMFunctionType(ret, at, (unsigned)nargs, 0);
+  LLVMValueRef ia = LLVMGetInlineAsm(fty, tmpl, strlen(tmpl), cons, strlen(cons), side, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef call = LLVMBuildCall2(g->B, fty, ia, args, (unsigned)nargs, "");
+  if (side) add_call_attr(g, call, "convergent");
+  return call;
+}
+
+static LLVMBasicBlockRef newbb(cg *g, const char *name) {
+  return LLVMAppendBasicBlockInContext(g->C, g->F, name);
+}
+
+static int terminated(cg *g) {
+  LLVMBasicBlockRef bb = LLVMGetInsertBlock(g->B);
+  return LLVMGetBasicBlockTerminator(bb) != NULL;
+}
+
+/* after ret/break/continue: later instructions go into an unreachable block */
+static void dead_block(cg *g) { LLVMPositionBuilderAtEnd(g->B, newbb(g, "dead")); }
+
+static void br(cg *g, LLVMBasicBlockRef to) {
+  if (!terminated(g)) LLVMBuildBr(g->B, to);
+}
+
+static LLVMValueRef entry_alloca(cg *g, LLVMTypeRef t, int align) {
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(g->C);
+  LLVMValueRef first = LLVMGetFirstInstruction(g->entry);
+  if (first) LLVMPositionBuilderBefore(b, first);
+  else LLVMPositionBuilderAtEnd(b, g->entry);
+  LLVMValueRef a = LLVMBuildAlloca(b, t, "");
+  if (align) LLVMSetAlignment(a, (unsigned)align);
+  LLVMDisposeBuilder(b);
+  return a;
+}
+
+static LLVMValueRef global_string(cg *g, const char *s) {
+  size_t n = strlen(s);
+  LLVMValueRef init = LLVMConstStringInContext2(g->C, s, n, 0);
+  LLVMValueRef gv = LLVMAddGlobalInAddressSpace(g->M, LLVMTypeOf(init), ".str", 1);
+  LLVMSetInitializer(gv, init);
+  LLVMSetGlobalConstant(gv, 1);
+  LLVMSetLinkage(gv, LLVMPrivateLinkage);
+  LLVMSetUnnamedAddress(gv, LLVMGlobalUnnamedAddr);
+  LLVMSetAlignment(gv, 1);
+  return LLVMConstAddrSpaceCast(gv, g->tptr);
+}
+
+/* vprintf(fmt, packed args) */
+static void emit_printf(cg *g, const ir_inst *in, const char *fmt, const int32_t *a, int n) {
+  if (!g->vprintf) {
+    LLVMTypeRef pt[2] = {g->tptr, g->tptr};
+    g->vprintf = LLVMAddFunction(g->M, "vprintf", LLVMFunctionType(g->ti32, pt, 2, 0));
+  }
+  LLVMValueRef args[2] = {global_string(g, fmt), LLVMConstPointerNull(g->tptr)};
+  if (n > 0) {
+    LLVMTypeRef ft[16];
+    LLVMValueRef fv[16];
+    for (int i = 0; i < n && i < 16; i++) {
+      int32_t t = TY(a[i]);
+      LLVMValueRef v = V(g, a[i]);
+      if (ir_scalar_class(t) == 3) {
+        if (t != CUTE_T_F64) v = LLVMBuildFPExt(g->B, v, g->tf64, "");
+      } else if (t == CUTE_T_I1 || ir_bits(t) < 32) {
+        if (t != CUTE_T_I1 && ir_is_signed(g->ir, t)) v = LLVMBuildSExt(g->B, v, g->ti32, "");
+        else v = LLVMBuildZExt(g->B, v, g->ti32, "");
+      } else if (g->ir->types[t].kind == CUTE_T_PTR && g->ir->types[t].n != 0) {
+        v = LLVMBuildAddrSpaceCast(g->B, v, g->tptr, "");
+      }
+      fv[i] = v;
+      ft[i] = LLVMTypeOf(v);
+    }
+    LLVMTypeRef st = LLVMStructTypeInContext(g->C, ft, (unsigned)n, 0);
+    LLVMValueRef buf = entry_alloca(g, st, 8);
+    for (int i = 0; i < n; i++) LLVMBuildStore(g->B, fv[i], LLVMBuildStructGEP2(g->B, st, buf, (unsigned)i, ""));
+    args[1] = buf;
+  }
+  (void)in;
+  LLVMBuildCall2(g->B, LLVMGlobalGetValueType(g->vprintf), g->vprintf, args, 2, "");
+}
+
+/* ---- PTX type names for inline asm ------------------------------------------------- */
+static const char *ptx_tname(int32_t t) {
+  switch (t) {
+  case CUTE_T_I8: return "s8"; case CUTE_T_I16: return "s16"; case CUTE_T_I32: return "s32";
+  case CUTE_T_I64: return "s64"; case CUTE_T_U8: return "u8"; case CUTE_T_U16: return "u16";
+  case CUTE_T_U32: return "u32"; case CUTE_T_U64: return "u64"; case CUTE_T_F16: return "f16";
+  case CUTE_T_BF16: return "bf16"; case CUTE_T_F32: return "f32"; case CUTE_T_F64: return "f64";
+  default: return "b32";
+  }
+}
+
+/* value -> register form for asm: 8/16-bit -> i16 "h", f32 "f", f64 "d", 32 "r", 64 "l" */
+static LLVMValueRef to_reg(cg *g, int32_t t, LLVMValueRef v, char *c) {
+  switch (t) {
+  case CUTE_T_F32: *c = 'f'; return v;
+  case CUTE_T_F64: *c = 'd'; return v;
+  case CUTE_T_F16: case CUTE_T_BF16: *c = 'h'; return LLVMBuildBitCast(g->B, v, g->ti16, "");
+  case CUTE_T_I8: *c = 'h'; return LLVMBuildSExt(g->B, v, g->ti16, "");
+  case CUTE_T_U8: *c = 'h'; return LLVMBuildZExt(g->B, v, g->ti16, "");
+  case CUTE_T_I16: case CUTE_T_U16: *c = 'h'; return v;
+  case CUTE_T_I64: case CUTE_T_U64: *c = 'l'; return v;
+  default: *c = 'r'; return v;
+  }
+}
+static LLVMTypeRef reg_type(cg *g, int32_t t, char *c) {
+  switch (t) {
+  case CUTE_T_F32: *c = 'f'; return g->tf32;
+  case CUTE_T_F64: *c = 'd'; return g->tf64;
+  case CUTE_T_I64: case CUTE_T_U64: *c = 'l'; return g->ti64;
+  case CUTE_T_I32: case CUTE_T_U32: *c = 'r'; return g->ti32;
+  default: *c = 'h'; return g->ti16;
+  }
+}
+static LLVMValueRef from_reg(cg *g, int32_t t, LLVMValueRef v) {
+  switch (t) {
+  case CUTE_T_F16: case CUTE_T_BF16: return LLVMBuildBitCast(g->B, v, lt(g, t), "");
+  case CUTE_T_I8: case CUTE_T_U8: return LLVMBuildTrunc(g->B, v, g->ti8, "");
+  default: return v;
+  }
+}
+
+/* ---- conversions ---------------------------------------------------------------- */
+static LLVMValueRef emit_cvt(cg *g, const ir_inst *in, int32_t to, int32_t from, LLVMValueRef v, int rnd) {
+  cute_ir *ir = g->ir;
+  LLVMTypeRef T = lt(g, to);
+  if (to == from) return v;
+  int32_t st = ir_scalar_of(ir, to), sf = ir_scalar_of(ir, from);
+  int ct = ir_scalar_class(st), cf = ir_scalar_class(sf);
+  if (rnd) {
+    static const char *const rn[] = {"", "rn", "rz", "rm", "rp"};
+    char tmpl[96], cons[16], c1, c2;
+    int fint = ct != 3; /* float -> int: .rni etc. */
+    int same_float = ct == 3 && cf == 3 && ir_bits(st) >= ir_bits(sf);
+    if (same_float) { /* widening: exact, or rounding to integral */
+      snprintf(tmpl, sizeof tmpl, "cvt.%si.%s.%s $0, $1;", rn[rnd], ptx_tname(st), ptx_tname(sf));
+      if (st == sf) {
+        LLVMValueRef r = to_reg(g, sf, v, &c2);
+        reg_type(g, st, &c1);
+        snprintf(cons, sizeof cons, "=%c,%c", c1, c2);
+        return from_reg(g, st, iasm(g, LLVMTypeOf(r), tmpl, cons, &r, 1, 0));
+      }
+      return LLVMBuildFPExt(g->B, v, T, "");
+    }
+    snprintf(tmpl, sizeof tmpl, "cvt.%s%s.%s.%s $0, $1;", rn[rnd], fint ? "i" : "", ptx_tname(st), ptx_tname(sf));
+    LLVMValueRef r = to_reg(g, sf, v, &c2);
+    if (ir_bits(sf) == 8) /* widened to 16 */
+      snprintf(tmpl, sizeof tmpl, "cvt.%s%s.%s.%s $0, $1;", rn[rnd], fint ? "i" : "", ptx_tname(st),
+               ir_is_signed(ir, sf) ? "s16" : "u16");
+    LLVMTypeRef rt = reg_type(g, st, &c1);
+    if (ir_bits(st) == 8)
+      snprintf(tmpl, sizeof tmpl, "cvt.%s%s.%s.%s $0, $1;", rn[rnd], fint ? "i" : "",
+               ir_is_signed(ir, st) ? "s16" : "u16", ptx_tname(sf));
+    snprintf(cons, sizeof cons, "=%c,%c", c1, c2);
+    return from_reg(g, st, iasm(g, rt, tmpl, cons, &r, 1, 0));
+  }
+  if (sf == CUTE_T_I1) {
+    if (ct == 3) return LLVMBuildUIToFP(g->B, v, T, "");
+    return LLVMBuildZExt(g->B, v, T, "");
+  }
+  if (st == CUTE_T_I1) {
+    if (cf == 3) return LLVMBuildFCmp(g->B, LLVMRealUNE, v, LLVMConstNull(lt(g, from)), "");
+    return LLVMBuildICmp(g->B, LLVMIntNE, v, LLVMConstNull(lt(g, from)), "");
+  }
+  if (ct != 3 && cf != 3) {
+    int bt = ir_bits(st), bf = ir_bits(sf);
+    if (bt == bf) return v;
+    if (bt < bf) return LLVMBuildTrunc(g->B, v, T, "");
+    return cf == 1 ? LLVMBuildSExt(g->B, v, T, "") : LLVMBuildZExt(g->B, v, T, "");
+  }
+  if (ct == 3 && cf != 3) return cf == 1 ? LLVMBuildSIToFP(g->B, v, T, "") : LLVMBuildUIToFP(g->B, v, T, "");
+  if (ct != 3 && cf == 3) return ct == 1 ? LLVMBuildFPToSI(g->B, v, T, "") : LLVMBuildFPToUI(g->B, v, T, "");
+  /* float -> float */
+  if (ir_bits(st) > ir_bits(sf)) return LLVMBuildFPExt(g->B, v, T, "");
+  if (ir_bits(st) < ir_bits(sf)) return LLVMBuildFPTrunc(g->B, v, T, "");
+  /* f16 <-> bf16 */
+  (void)in;
+  return LLVMBuildFPTrunc(g->B, LLVMBuildFPExt(g->B, v, g->tf32, ""), T, "");
+}
+
+/* ---- math ------------------------------------------------------------------------------- */
+static LLVMValueRef libdev(cg *g, const char *name, LLVMTypeRef t, LLVMValueRef *args, int n) {
+  LLVMValueRef fn = LLVMGetNamedFunction(g->M, name);
+  LLVMTypeRef pt[2] = {t, t};
+  LLVMTypeRef fty = LLVMFunctionType(t, pt, (unsigned)n, 0);
+  if (!fn) fn = LLVMAddFunction(g->M, name, fty);
+  g->need_libdevice = 1;
+  return LLVMBuildCall2(g->B, fty, fn, args, (unsigned)n, "");
+}
+
+static LLVMValueRef fconst(cg *g, LLVMTypeRef t, double d) { return LLVMConstReal(t, d); }
+
+static LLVMValueRef emit_math(cg *g, const ir_inst *in, int op, LLVMValueRef x, LLVMValueRef y) {
+  int32_t t = in->type;
+  int fast = in->imm == CUTE_MATH_FAST;
+  if (t == CUTE_T_F16 || t == CUTE_T_BF16) {
+    x = LLVMBuildFPExt(g->B, x, g->tf32, "");
+    if (y) y = LLVMBuildFPExt(g->B, y, g->tf32, "");
+    ir_inst tmp = *in;
+    tmp.type = CUTE_T_F32;
+    LLVMValueRef r = emit_math(g, &tmp, op, x, y);
+    return r ? LLVMBuildFPTrunc(g->B, r, lt(g, t), "") : NULL;
+  }
+  LLVMTypeRef T = lt(g, t);
+  int d = t == CUTE_T_F64;
+  LLVMValueRef args[2] = {x, y};
+  const char *f = g->ftz ? "ftz." : "";
+  char nm[64];
+  if (op == IR_FLOOR || op == IR_CEIL || op == IR_TRUNC || op == IR_ROUND) {
+    const char *n = op == IR_FLOOR ? "llvm.floor" : op == IR_CEIL ? "llvm.ceil" : op == IR_TRUNC ? "llvm.trunc" : "llvm.rint";
+    return intr(g, in, n, &T, 1, args, 1);
+  }
+  if (op == IR_SQRT) {
+    if (fast && !d) { snprintf(nm, sizeof nm, "llvm.nvvm.sqrt.approx.%sf", f); return intr(g, in, nm, NULL, 0, args, 1); }
+    return intr(g, in, "llvm.sqrt", &T, 1, args, 1);
+  }
+  if (op == IR_RSQRT) {
+    if (fast) {
+      snprintf(nm, sizeof nm, "llvm.nvvm.rsqrt.approx.%s%s", d ? "" : f, d ? "d" : "f");
+      return intr(g, in, nm, NULL, 0, args, 1);
+    }
+    LLVMValueRef s = intr(g, in, "llvm.sqrt", &T, 1, args, 1);
+    return s ? LLVMBuildFDiv(g->B, fconst(g, T, 1.0), s, "") : NULL;
+  }
+  if (op == IR_RCP) {
+    if (fast) return intr(g, in, d ? "llvm.nvvm.rcp.approx.ftz.d" : "llvm.nvvm.rcp.approx.ftz.f", NULL, 0, args, 1);
+    return LLVMBuildFDiv(g->B, fconst(g, T, 1.0), x, "");
+  }
+  if (fast && !d) {
+    const double LOG2E = 1.4426950408889634, LN2 = 0.6931471805599453;
+    switch (op) {
+    case IR_EXP2: snprintf(nm, sizeof nm, "llvm.nvvm.ex2.approx.%sf", f); return intr(g, in, nm, NULL, 0, args, 1);
+    case IR_EXP:
+      args[0] = LLVMBuildFMul(g->B, x, fconst(g, T, LOG2E), "");
+      snprintf(nm, sizeof nm, "llvm.nvvm.ex2.approx.%sf", f);
+      return intr(g, in, nm, NULL, 0, args, 1);
+    case IR_LOG2: snprintf(nm, sizeof nm, "llvm.nvvm.lg2.approx.%sf", f); return intr(g, in, nm, NULL, 0, args, 1);
+    case IR_LOG: {
+      snprintf(nm, sizeof nm, "llvm.nvvm.lg2.approx.%sf", f);
+      LLVMValueRef l = intr(g, in, nm, NULL, 0, args, 1);
+      return l ? LLVMBuildFMul(g->B, l, fconst(g, T, LN2), "") : NULL;
+    }
+    case IR_SIN: snprintf(nm, sizeof nm, "llvm.nvvm.sin.approx.%sf", f); return intr(g, in, nm, NULL, 0, args, 1);
+    case IR_COS: snprintf(nm, sizeof nm, "llvm.nvvm.cos.approx.%sf", f); return intr(g, in, nm, NULL, 0, args, 1);
+    case IR_TANH: return iasm(g, T, "tanh.approx.f32 $0, $1;", "=f,f", args, 1, 0);
+    case IR_POW: {
+      snprintf(nm, sizeof nm, "llvm.nvvm.lg2.approx.%sf", f);
+      LLVMValueRef l = intr(g, in, nm, NULL, 0, args, 1);
+      if (!l) return NULL;
+      args[0] = LLVMBuildFMul(g->B, y, l, "");
+      snprintf(nm, sizeof nm, "llvm.nvvm.ex2.approx.%sf", f);
+      return intr(g, in, nm, NULL, 0, args, 1);
+    }
+    case IR_ERF: {
+      /* Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7) with ex2.approx */
+      LLVMValueRef ax = intr(g, in, "llvm.fabs", &T, 1, args, 1);
+      LLVMValueRef tt = LLVMBuildFDiv(g->B, fconst(g, T, 1.0),
+                                      LLVMBuildFAdd(g->B, fconst(g, T, 1.0), LLVMBuildFMul(g->B, ax, fconst(g, T, 0.3275911), ""), ""), "");
+      static const double c[5] = {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592};
+      LLVMValueRef p = fconst(g, T, c[0]);
+      for (int i = 1; i < 5; i++) p = LLVMBuildFAdd(g->B, LLVMBuildFMul(g->B, p, tt, ""), fconst(g, T, c[i]), "");
+      p = LLVMBuildFMul(g->B, p, tt, "");
+      LLVMValueRef e = LLVMBuildFMul(g->B, LLVMBuildFMul(g->B, ax, ax, ""), fconst(g, T, -LOG2E), "");
+      snprintf(nm, sizeof nm, "llvm.nvvm.ex2.approx.%sf", f);
+      e = intr(g, in, nm, NULL, 0, &e, 1);
+      if (!e) return NULL;
+      LLVMValueRef r = LLVMBuildFSub(g->B, fconst(g, T, 1.0), LLVMBuildFMul(g->B, p, e, ""), "");
+      LLVMValueRef cp[2] = {r, x};
+      return intr(g, in, "llvm.copysign", &T, 1, cp, 2);
+    }
+    default: break;
+    }
+  }
+  static const struct { int op; const char *n; } ld[] = {
+      {IR_EXP, "exp"}, {IR_EXP2, "exp2"}, {IR_LOG, "log"}, {IR_LOG2, "log2"}, {IR_SIN, "sin"},
+      {IR_COS, "cos"}, {IR_TANH, "tanh"}, {IR_ERF, "erf"}, {IR_POW, "pow"}};
+  for (size_t i = 0; i < sizeof ld / sizeof ld[0]; i++)
+    if (ld[i].op == op) {
+      snprintf(nm, sizeof nm, "__nv_%s%s", ld[i].n, d ? "" : "f");
+      return libdev(g, nm, T, args, op == IR_POW ? 2 : 1);
+    }
+  cgfail(g, in, "no lowering for %s", ir_ops[op].name);
+  return NULL;
+}
+
+/* ---- memory -------------------------------------------------------------------------- */
+static int natural_align(cg *g, int32_t t) {
+  int s = ir_tsize(g->ir, t);
+  return s > 16 ? 16 : s < 1 ? 1 : s;
+}
+
+static const char *space_sfx(int sp) {
+  return sp == CUTE_AS_GLOBAL ? ".global" : sp == CUTE_AS_SHARED ? ".shared" : sp == CUTE_AS_LOCAL ? ".local" : "";
+}
+
+/* load/store with a cache operator through inline PTX, moving bits as b32 lanes */
+static LLVMValueRef hinted_access(cg *g, const ir_inst *in, int32_t t, int sp, LLVMValueRef p, LLVMValueRef val) {
+  static const char *const hn[] = {"", "nc", "cs", "cg", "ca", "lu", "cv", "wb", "wt", "volatile"};
+  int size = ir_tsize(g->ir, t);
+  int lanes = size >= 4 ? size / 4 : 1;
+  const char *bt = size >= 4 ? "b32" : size == 2 ? "b16" : "b8";
+  LLVMTypeRef lty = size >= 4 ? g->ti32 : g->ti16;
+  char tmpl[160], cons[64], vec[8];
+  snprintf(vec, sizeof vec, lanes > 1 ? ".v%d" : "", lanes);
+  const char *op = in->op == IR_LOAD ? "ld" : "st";
+  const char *h = hn[in->imm];
+  ir_buf rb = {0};
+  for (int i = 0; i < lanes; i++) ir_buf_printf(&rb, "%s$%d", i ? "," : "", in->op == IR_LOAD ? i : i + 1);
+  char regs[96];
+  snprintf(regs, sizeof regs, lanes > 1 ? "{%s}" : "%s", rb.p ? rb.p : "");
+  free(rb.p);
+  if (in->op == IR_LOAD) {
+    snprintf(tmpl, sizeof tmpl, "%s%s.%s%s.%s %s, [$%d];", op, space_sfx(sp), h, vec, bt, regs, lanes);
+    size_t k = 0;
+    for (int i = 0; i < lanes; i++) k += (size_t)snprintf(cons + k, sizeof cons - k, "=%c,", size >= 4 ? 'r' : 'h');
+    snprintf(cons + k, sizeof cons - k, "l,~{memory}");
+    LLVMTypeRef rt = lty;
+    if (lanes > 1) {
+      LLVMTypeRef f[4] = {lty, lty, lty, lty};
+      rt = LLVMStructTypeInContext(g->C, f, (unsigned)lanes, 0);
+    }
+    LLVMValueRef r = iasm(g, rt, tmpl, cons, &p, 1, 1);
+    LLVMValueRef bits;
+    if (lanes > 1) {
+      bits = LLVMGetPoison(LLVMVectorType(g->ti32, (unsigned)lanes));
+      for (int i = 0; i < lanes; i++)
+        bits = LLVMBuildInsertElement(g->B, bits, LLVMBuildExtractValue(g->B, r, (unsigned)i, ""),
+                                      LLVMConstInt(g->ti32, (unsigned)i, 0), "");
+    } else {
+      bits = r;
+      if (size == 1) bits = LLVMBuildTrunc(g->B, r, g->ti8, "");
+    }
+    return LLVMBuildBitCast(g->B, bits, lt(g, t), "");
+  }
+  snprintf(tmpl, sizeof tmpl, "%s%s.%s%s.%s [$0], %s;", op, space_sfx(sp), h, vec, bt, regs);
+  LLVMValueRef args[5];
+  args[0] = p;
+  size_t k = (size_t)snprintf(cons, sizeof cons, "l");
+  if (lanes > 1) {
+    LLVMValueRef bv = LLVMBuildBitCast(g->B, val, LLVMVectorType(g->ti32, (unsigned)lanes), "");
+    for (int i = 0; i < lanes; i++) {
+      args[i + 1] = LLVMBuildExtractElement(g->B, bv, LLVMConstInt(g->ti32, (unsigned)i, 0), "");
+      k += (size_t)snprintf(cons + k, sizeof cons - k, ",r");
+    }
+  } else {
+    LLVMValueRef bv = LLVMBuildBitCast(g->B, val, size == 1 ? g->ti8 : size == 2 ? g->ti16 : g->ti32, "");
+    if (size == 1) bv = LLVMBuildZExt(g->B, bv, g->ti16, "");
+    args[1] = bv;
+    k += (size_t)snprintf(cons + k, sizeof cons - k, ",%c", size >= 4 ? 'r' : 'h');
+  }
+  snprintf(cons + k, sizeof cons - k, ",~{memory}");
+  iasm(g, g->tvoid, tmpl, cons, args, lanes + 1, 1);
+  return NULL;
+}
+
+static LLVMValueRef emit_atom(cg *g, const ir_inst *in, const int32_t *a) {
+  int32_t pt = TY(a[0]);
+  int sp = g->ir->types[pt].n;
+  int32_t e = g->ir->types[pt].elem;
+  int scope = (int)(in->op == IR_ATOM ? in->imm2 : in->imm);
+  int isvec = g->ir->types[e].kind == CUTE_T_VEC;
+  LLVMValueRef p = V(g, a[0]);
+  if (scope == CUTE_SCOPE_GPU && !isvec) {
+    if (in->op == IR_CAS) {
+      LLVMValueRef x = LLVMBuildAtomicCmpXchg(g->B, p, V(g, a[1]), V(g, a[2]), LLVMAtomicOrderingMonotonic,
+                                              LLVMAtomicOrderingMonotonic, 0);
+      return LLVMBuildExtractValue(g->B, x, 0, "");
+    }
+    int fl = ir_scalar_class(e) == 3, sg = ir_is_signed(g->ir, e);
+    LLVMAtomicRMWBinOp op;
+    switch (in->imm) {
+    case CUTE_ATOM_ADD: op = fl ? LLVMAtomicRMWBinOpFAdd : LLVMAtomicRMWBinOpAdd; break;
+    case CUTE_ATOM_MIN: op = sg ? LLVMAtomicRMWBinOpMin : LLVMAtomicRMWBinOpUMin; break;
+    case CUTE_ATOM_MAX: op = sg ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpUMax; break;
+    case CUTE_ATOM_AND: op = LLVMAtomicRMWBinOpAnd; break;
+    case CUTE_ATOM_OR: op = LLVMAtomicRMWBinOpOr; break;
+    case CUTE_ATOM_XOR: op = LLVMAtomicRMWBinOpXor; break;
+    case CUTE_ATOM_EXCH: op = LLVMAtomicRMWBinOpXchg; break;
+    case CUTE_ATOM_INC: op = LLVMAtomicRMWBinOpUIncWrap; break;
+    default: op = LLVMAtomicRMWBinOpUDecWrap; break;
+    }
+    LLVMValueRef v = V(g, a[1]);
+    if (op == LLVMAtomicRMWBinOpUIncWrap || op == LLVMAtomicRMWBinOpUDecWrap) {
+      /* PTX atom.inc/dec wrap at the operand: map to the intrinsic-free asm path */
+      goto asm_path;
+    }
+    return LLVMBuildAtomicRMW(g->B, op, p, v, LLVMAtomicOrderingMonotonic, 0);
+  }
+asm_path:;
+  static const char *const sc[] = {".gpu", ".cta", ".sys"};
+  static const char *const on[] = {"add", "min", "max", "and", "or", "xor", "exch", "inc", "dec"};
+  char tmpl[128], cons[48], c;
+  int bits = ir_tsize(g->ir, e) * 8;
+  const char *tn;
+  if (isvec) tn = g->ir->types[e].elem == CUTE_T_F16 ? "noftz.f16x2" : "noftz.bf16x2";
+  else if (in->op == IR_CAS || in->imm == CUTE_ATOM_EXCH || in->imm == CUTE_ATOM_AND || in->imm == CUTE_ATOM_OR ||
+           in->imm == CUTE_ATOM_XOR)
+    tn = bits == 64 ? "b64" : "b32";
+  else if (ir_scalar_class(e) == 3) tn = ptx_tname(e);
+  else if (in->imm == CUTE_ATOM_ADD) tn = bits == 64 ? "u64" : "u32";
+  else tn = ptx_tname(e);
+  LLVMTypeRef rt;
+  if (isvec) { rt = g->ti32; c = 'r'; }
+  else rt = reg_type(g, e, &c);
+  if (in->op == IR_CAS) {
+    snprintf(tmpl, sizeof tmpl, "atom%s%s.cas.%s $0, [$1], $2, $3;", sc[scope], space_sfx(sp), tn);
+    snprintf(cons, sizeof cons, "=%c,l,%c,%c,~{memory}", c, c, c);
+    LLVMValueRef args[3] = {p, V(g, a[1]), V(g, a[2])};
+    return iasm(g, rt, tmpl, cons, args, 3, 1);
+  }
+  snprintf(tmpl, sizeof tmpl, "atom%s%s.%s.%s $0, [$1], $2;", sc[scope], space_sfx(sp), on[in->imm], tn);
+  snprintf(cons, sizeof cons, "=%c,l,%c,~{memory}", c, c);
+  LLVMValueRef v = V(g, a[1]);
+  if (isvec) v = LLVMBuildBitCast(g->B, v, g->ti32, "");
+  LLVMValueRef args[2] = {p, v};
+  LLVMValueRef r = iasm(g, rt, tmpl, cons, args, 2, 1);
+  return isvec ? LLVMBuildBitCast(g->B, r, lt(g, e), "") : r;
+}
+
+static LLVMValueRef shfl32(cg *g, const ir_inst *in, LLVMValueRef v, int isf, LLVMValueRef lane, LLVMValueRef mask) {
+  static const char *const mn[] = {"idx", "up", "down", "bfly"};
+  char nm[64];
+  snprintf(nm, sizeof nm, "llvm.nvvm.shfl.sync.%s.%s", mn[in->imm], isf ? "f32" : "i32");
+  int w = (int)in->imm2;
+  unsigned cval = (unsigned)((32 - w) << 8) | (in->imm == CUTE_SHFL_UP ? 0u : 0x1fu);
+  LLVMValueRef args[4] = {mask, v, lane, LLVMConstInt(g->ti32, cval, 0)};
+  return intr(g, in, nm, NULL, 0, args, 4);
+}
+
+static LLVMValueRef emit_shfl(cg *g, const ir_inst *in, const int32_t *a) {
+  int32_t t = TY(a[0]);
+  LLVMValueRef v = V(g, a[0]), lane = V(g, a[1]), mask = V(g, a[2]);
+  if (t == CUTE_T_F32) return shfl32(g, in, v, 1, lane, mask);
+  if (ir_tsize(g->ir, t) == 4) {
+    LLVMValueRef r = shfl32(g, in, t == CUTE_T_I32 || t == CUTE_T_U32 ? v : LLVMBuildBitCast(g->B, v, g->ti32, ""), 0, lane, mask);
+    return r && t != CUTE_T_I32 && t != CUTE_T_U32 ? LLVMBuildBitCast(g->B, r, lt(g, t), "") : r;
+  }
+  LLVMTypeRef v2 = LLVMVectorType(g->ti32, 2);
+  LLVMValueRef bv = LLVMBuildBitCast(g->B, v, v2, "");
+  LLVMValueRef out = LLVMGetPoison(v2);
+  for (unsigned i = 0; i < 2; i++) {
+    LLVMValueRef idx = LLVMConstInt(g->ti32, i, 0);
+    LLVMValueRef r = shfl32(g, in, LLVMBuildExtractElement(g->B, bv, idx, ""), 0, lane, mask);
+    if (!r) return NULL;
+    out = LLVMBuildInsertElement(g->B, out, r, idx, "");
+  }
+  return LLVMBuildBitCast(g->B, out, lt(g, t), "");
+}
+
+static void set_loop_md(cg *g, LLVMValueRef brinst, int64_t unroll) {
+  if (!unroll) return;
+  LLVMMetadataRef prop;
+  if (unroll > 0) {
+    LLVMMetadataRef ops[2] = {LLVMMDStringInContext2(g->C, "llvm.loop.unroll.count", 22),
+                              LLVMValueAsMetadata(LLVMConstInt(g->ti32, (unsigned long long)unroll, 0))};
+    prop = LLVMMDNodeInContext2(g->C, ops, 2);
+  } else {
+    const char *s = unroll == CUTE_UNROLL_FULL ? "llvm.loop.unroll.full" : "llvm.loop.unroll.disable";
+    LLVMMetadataRef ms = LLVMMDStringInContext2(g->C, s, strlen(s));
+    prop = LLVMMDNodeInContext2(g->C, &ms, 1);
+  }
+  LLVMMetadataRef tmp = LLVMTemporaryMDNode(g->C, NULL, 0);
+  LLVMMetadataRef ops[2] = {tmp, prop};
+  LLVMMetadataRef node = LLVMMDNodeInContext2(g->C, ops, 2);
+  LLVMMetadataReplaceAllUsesWith(tmp, node);
+  unsigned kind = LLVMGetMDKindIDInContext(g->C, "llvm.loop", 9);
+  LLVMSetMetadata(brinst, kind, LLVMMetadataAsValue(g->C, node));
+}
+
+static LLVMValueRef sreg(cg *g, const ir_inst *in) {
+  static const char *const names[] = {IR_SREG_NAMES};
+  char nm[80], part[32];
+  snprintf(part, sizeof part, "%s", names[in->imm]);
+  for (char *p = part; *p; p++) if (*p == '_') *p = '.';
+  snprintf(nm, sizeof nm, "llvm.nvvm.read.ptx.sreg.%s", part);
+  return intr(g, in, nm, NULL, 0, NULL, 0);
+}
+
+/* ---- one function ----------------------------------------------------------------------- */
+static int gen_body(cg *g) {
+  ir_func *f = g->f;
+  cute_ir *ir = g->ir;
+  g->entry = newbb(g, "entry");
+  LLVMBasicBlockRef start = newbb(g, "start");
+  LLVMPositionBuilderAtEnd(g->B, start);
+  for (int i = 1; i <= f->nparams; i++) g->val[i] = LLVMGetParam(g->F, (unsigned)(i - 1));
+  for (int32_t r = f->nparams + 1; r < f->ninst && !g->failed; r++) {
+    ir_inst *in = &f->inst[r];
+    const int32_t *a = ir_args(f, in);
+    LLVMValueRef x = in->nargs > 0 ? V(g, a[0]) : NULL, y = in->nargs > 1 ? V(g, a[1]) : NULL;
+    int32_t t0 = in->nargs > 0 ? TY(a[0]) : 0;
+    int isf = ir_is_float(ir, t0), sg = ir_is_signed(ir, t0);
+    LLVMTypeRef T = lt(g, in->type);
+    LLVMValueRef res = NULL;
+    ctl *top = g->ncs ? &g->cs[g->ncs - 1] : NULL;
+    switch (in->op) {
+    case IR_FOR: {
+      ctl c = {0};
+      c.opener = r;
+      c.op = IR_FOR;
+      c.pre = LLVMGetInsertBlock(g->B);
+      c.head = newbb(g, "for.head");
+      c.body = newbb(g, "for.body");
+      c.latch = newbb(g, "for.latch");
+      c.exitb = newbb(g, "for.exit");
+      br(g, c.head);
+      LLVMPositionBuilderAtEnd(g->B, c.head);
+      c.iv = LLVMBuildPhi(g->B, T, "i");
+      LLVMValueRef lo = x;
+      LLVMAddIncoming(c.iv, &lo, &c.pre, 1);
+      int neg = a[2] < 0 && ir_is_signed(ir, t0) && f->cst[-a[2]].bits < 0;
+      LLVMIntPredicate p = neg ? LLVMIntSGT : sg ? LLVMIntSLT : LLVMIntULT;
+      LLVMBuildCondBr(g->B, LLVMBuildICmp(g->B, p, c.iv, y, ""), c.body, c.exitb);
+      LLVMPositionBuilderAtEnd(g->B, c.body);
+      g->cs[g->ncs++] = c;
+      res = c.iv;
+      break;
+    }
+    case IR_IF: {
+      ctl c = {0};
+      c.opener = r;
+      c.op = IR_IF;
+      c.body = newbb(g, "then");
+      c.elseb = newbb(g, "else");
+      c.exitb = newbb(g, "endif");
+      LLVMBuildCondBr(g->B, x, c.body, c.elseb);
+      LLVMPositionBuilderAtEnd(g->B, c.body);
+      g->cs[g->ncs++] = c;
+      break;
+    }
+    case IR_ELSE:
+      top->then_end = LLVMGetInsertBlock(g->B);
+      br(g, top->exitb);
+      LLVMPositionBuilderAtEnd(g->B, top->elseb);
+      top->elseb = NULL;
+      break;
+    case IR_WHILE: {
+      ctl c = {0};
+      c.opener = r;
+      c.op = IR_WHILE;
+      c.head = newbb(g, "while.head");
+      c.body = newbb(g, "while.body");
+      c.exitb = newbb(g, "while.exit");
+      br(g, c.head);
+      LLVMPositionBuilderAtEnd(g->B, c.head);
+      g->cs[g->ncs++] = c;
+      break;
+    }
+    case IR_DO:
+      LLVMBuildCondBr(g->B, x, top->body, top->exitb);
+      LLVMPositionBuilderAtEnd(g->B, top->body);
+      top->latch = top->head;
+      break;
+    case IR_YIELD: /* the last instruction of a branch (else: elseb cleared) */
+      if (!top->elseb) top->else_val = x;
+      else top->then_val = x;
+      break;
+    case IR_END: {
+      ctl c = *top;
+      g->ncs--;
+      if (c.op == IR_FOR) {
+        br(g, c.latch);
+        LLVMPositionBuilderAtEnd(g->B, c.latch);
+        LLVMValueRef next = LLVMBuildAdd(g->B, c.iv, V(g, ir_args(f, &f->inst[c.opener])[2]), "");
+        LLVMAddIncoming(c.iv, &next, &c.latch, 1);
+        LLVMValueRef b = LLVMBuildBr(g->B, c.head);
+        set_loop_md(g, b, f->inst[c.opener].imm);
+        LLVMPositionBuilderAtEnd(g->B, c.exitb);
+      } else if (c.op == IR_WHILE) {
+        br(g, c.head);
+        LLVMPositionBuilderAtEnd(g->B, c.exitb);
+      } else {
+        LLVMBasicBlockRef last = LLVMGetInsertBlock(g->B);
+        br(g, c.exitb);
+        if (c.elseb) { /* no else branch */
+          LLVMPositionBuilderAtEnd(g->B, c.elseb);
+          LLVMBuildBr(g->B, c.exitb);
+        }
+        LLVMPositionBuilderAtEnd(g->B, c.exitb);
+        ir_inst *o = &f->inst[c.opener];
+        if (o->type != CUTE_T_VOID) {
+          LLVMValueRef phi = LLVMBuildPhi(g->B, lt(g, o->type), "");
+          LLVMValueRef vals[2] = {c.then_val, c.else_val};
+          LLVMBasicBlockRef bbs[2] = {c.then_end, last};
+          LLVMAddIncoming(phi, vals, bbs, 2);
+          g->val[c.opener] = phi;
+        }
+      }
+      break;
+    }
+    case IR_BREAK: case IR_CONTINUE: {
+      ctl *lp = NULL;
+      for (int i = g->ncs - 1; i >= 0 && !lp; i--)
+        if (g->cs[i].op != IR_IF) lp = &g->cs[i];
+      br(g, in->op == IR_BREAK ? lp->exitb : lp->latch);
+      dead_block(g);
+      break;
+    }
+    case IR_RET:
+      if (!terminated(g)) {
+        if (x) LLVMBuildRet(g->B, x);
+        else LLVMBuildRetVoid(g->B);
+      }
+      dead_block(g);
+      break;
+    case IR_CALL: {
+      LLVMValueRef args[16];
+      for (int i = 0; i < in->nargs; i++) args[i] = V(g, a[i]);
+      res = LLVMBuildCall2(g->B, g->fnty[in->imm], g->fn[in->imm], args, in->nargs, "");
+      break;
+    }
+    case IR_VAR: {
+      res = entry_alloca(g, T, natural_align(g, in->type));
+      if (x) LLVMBuildStore(g->B, x, res);
+      break;
+    }
+    case IR_VGET: res = LLVMBuildLoad2(g->B, T, x, ""); break;
+    case IR_VSET: LLVMBuildStore(g->B, y, x); break;
+    case IR_ADD: res = isf ? LLVMBuildFAdd(g->B, x, y, "") : LLVMBuildAdd(g->B, x, y, ""); break;
+    case IR_SUB: res = isf ? LLVMBuildFSub(g->B, x, y, "") : LLVMBuildSub(g->B, x, y, ""); break;
+    case IR_MUL: res = isf ? LLVMBuildFMul(g->B, x, y, "") : LLVMBuildMul(g->B, x, y, ""); break;
+    case IR_DIV:
+      res = isf ? LLVMBuildFDiv(g->B, x, y, "") : sg ? LLVMBuildSDiv(g->B, x, y, "") : LLVMBuildUDiv(g->B, x, y, "");
+      break;
+    case IR_REM:
+      res = isf ? LLVMBuildFRem(g->B, x, y, "") : sg ? LLVMBuildSRem(g->B, x, y, "") : LLVMBuildURem(g->B, x, y, "");
+      break;
+    case IR_MIN: case IR_MAX: {
+      const char *n = isf ? (in->op == IR_MIN ? "llvm.minnum" : "llvm.maxnum")
+                          : in->op == IR_MIN ? (sg ? "llvm.smin" : "llvm.umin") : (sg ? "llvm.smax" : "llvm.umax");
+      LLVMValueRef args[2] = {x, y};
+      res = intr(g, in, n, &T, 1, args, 2);
+      break;
+    }
+    case IR_MULHI: {
+      int bits = ir_bits(t0);
+      LLVMTypeRef W = LLVMIntTypeInContext(g->C, (unsigned)bits * 2);
+      LLVMValueRef wx = sg ? LLVMBuildSExt(g->B, x, W, "") : LLVMBuildZExt(g->B, x, W, "");
+      LLVMValueRef wy = sg ? LLVMBuildSExt(g->B, y, W, "") : LLVMBuildZExt(g->B, y, W, "");
+      LLVMValueRef m = LLVMBuildMul(g->B, wx, wy, "");
+      res = LLVMBuildTrunc(g->B, LLVMBuildLShr(g->B, m, LLVMConstInt(W, (unsigned)bits, 0), ""), T, "");
+      break;
+    }
+    case IR_AND: res = LLVMBuildAnd(g->B, x, y, ""); break;
+    case IR_OR: res = LLVMBuildOr(g->B, x, y, ""); break;
+    case IR_XOR: res = LLVMBuildXor(g->B, x, y, ""); break;
+    case IR_SHL: res = LLVMBuildShl(g->B, x, y, ""); break;
+    case IR_SHR: res = sg ? LLVMBuildAShr(g->B, x, y, "") : LLVMBuildLShr(g->B, x, y, ""); break;
+    case IR_NEG: res = isf ? LLVMBuildFNeg(g->B, x, "") : LLVMBuildNeg(g->B, x, ""); break;
+    case IR_NOT: res = LLVMBuildNot(g->B, x, ""); break;
+    case IR_ABS:
+      if (isf) res = intr(g, in, "llvm.fabs", &T, 1, &x, 1);
+      else {
+        LLVMValueRef args[2] = {x, LLVMConstInt(g->ti1, 0, 0)};
+        res = intr(g, in, "llvm.abs", &T, 1, args, 2);
+      }
+      break;
+    case IR_FMA: {
+      LLVMValueRef args[3] = {x, y, V(g, a[2])};
+      res = intr(g, in, "llvm.fma", &T, 1, args, 3);
+      break;
+    }
+    case IR_EQ: case IR_NE: case IR_LT: case IR_LE: case IR_GT: case IR_GE: {
+      int k = in->op - IR_EQ;
+      if (isf) {
+        static const LLVMRealPredicate fp[] = {LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
+        res = LLVMBuildFCmp(g->B, fp[k], x, y, "");
+      } else {
+        static const LLVMIntPredicate sp[] = {LLVMIntEQ, LLVMIntNE, LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE};
+        static const LLVMIntPredicate up[] = {LLVMIntEQ, LLVMIntNE, LLVMIntULT, LLVMIntULE, LLVMIntUGT, LLVMIntUGE};
+        res = LLVMBuildICmp(g->B, sg ? sp[k] : up[k], x, y, "");
+      }
+      break;
+    }
+    case IR_ISNAN: res = LLVMBuildFCmp(g->B, LLVMRealUNO, x, x, ""); break;
+    case IR_SELECT: res = LLVMBuildSelect(g->B, x, y, V(g, a[2]), ""); break;
+    case IR_CVT: res = emit_cvt(g, in, in->type, t0, x, (int)in->imm); break;
+    case IR_BITCAST:
+      if (ir->types[t0].kind == CUTE_T_PTR) res = LLVMBuildPtrToInt(g->B, x, T, "");
+      else if (ir->types[in->type].kind == CUTE_T_PTR) res = LLVMBuildIntToPtr(g->B, x, T, "");
+      else res = LLVMBuildBitCast(g->B, x, T, "");
+      break;
+    case IR_PTRCAST:
+      res = ir->types[t0].n != ir->types[in->type].n ? LLVMBuildAddrSpaceCast(g->B, x, T, "") : x;
+      break;
+    case IR_SQRT: case IR_RSQRT: case IR_RCP: case IR_EXP: case IR_EXP2: case IR_LOG: case IR_LOG2:
+    case IR_SIN: case IR_COS: case IR_TANH: case IR_ERF: case IR_POW: case IR_FLOOR: case IR_CEIL:
+    case IR_TRUNC: case IR_ROUND:
+      res = emit_math(g, in, in->op, x, y);
+      break;
+    case IR_POPC: case IR_CLZ: {
+      LLVMTypeRef xt = LLVMTypeOf(x);
+      LLVMValueRef args[2] = {x, LLVMConstInt(g->ti1, 0, 0)};
+      res = intr(g, in, in->op == IR_POPC ? "llvm.ctpop" : "llvm.ctlz", &xt, 1, args, in->op == IR_POPC ? 1 : 2);
+      if (res && ir_bits(t0) == 64) res = LLVMBuildTrunc(g->B, res, g->ti32, "");
+      break;
+    }
+    case IR_BREV: res = intr(g, in, "llvm.bitreverse", &T, 1, &x, 1); break;
+    case IR_PRMT: {
+      LLVMValueRef args[3] = {x, y, V(g, a[2])};
+      res = intr(g, in, "llvm.nvvm.prmt", NULL, 0, args, 3);
+      break;
+    }
+    case IR_EXTRACT: res = LLVMBuildExtractElement(g->B, x, LLVMConstInt(g->ti32, (unsigned long long)in->imm, 0), ""); break;
+    case IR_INSERT: res = LLVMBuildInsertElement(g->B, x, y, LLVMConstInt(g->ti32, (unsigned long long)in->imm, 0), ""); break;
+    case IR_VEC: {
+      int n = ir->types[in->type].n;
+      res = LLVMGetPoison(T);
+      for (int i = 0; i < n; i++)
+        res = LLVMBuildInsertElement(g->B, res, V(g, a[in->nargs == 1 ? 0 : i]), LLVMConstInt(g->ti32, (unsigned)i, 0), "");
+      break;
+    }
+    case IR_LOAD: case IR_STORE: {
+      int sp = ir->types[t0].n;
+      int32_t et = ir->types[t0].elem;
+      int al = in->imm2 ? (int)in->imm2 : natural_align(g, et);
+      if (in->imm && in->imm != CUTE_HINT_NC && in->imm != CUTE_HINT_VOLATILE) {
+        res = hinted_access(g, in, et, sp, x, y);
+        break;
+      }
+      LLVMValueRef m = in->op == IR_LOAD ? LLVMBuildLoad2(g->B, T, x, "") : LLVMBuildStore(g->B, y, x);
+      LLVMSetAlignment(m, (unsigned)al);
+      if (in->imm == CUTE_HINT_VOLATILE) LLVMSetVolatile(m, 1);
+      if (in->imm == CUTE_HINT_NC) {
+        unsigned kind = LLVMGetMDKindIDInContext(g->C, "invariant.load", 14);
+        LLVMSetMetadata(m, kind, LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, NULL, 0)));
+      }
+      if (in->op == IR_LOAD) res = m;
+      break;
+    }
+    case IR_GEP: {
+      LLVMValueRef idx = y;
+      int32_t it = TY(a[1]);
+      if (ir_bits(it) < 64) idx = ir_is_signed(ir, it) ? LLVMBuildSExt(g->B, y, g->ti64, "") : LLVMBuildZExt(g->B, y, g->ti64, "");
+      res = LLVMBuildInBoundsGEP2(g->B, lt(g, ir->types[t0].elem), x, &idx, 1, "");
+      break;
+    }
+    case IR_SHARED: {
+      int32_t et = ir->types[in->type].elem;
+      LLVMTypeRef at = LLVMArrayType2(lt(g, et), (uint64_t)in->imm);
+      char nm[160];
+      snprintf(nm, sizeof nm, "%s.smem%d", ir_strget(ir, f->name), r);
+      LLVMValueRef gv = LLVMAddGlobalInAddressSpace(g->M, at, nm, CUTE_AS_SHARED);
+      LLVMSetInitializer(gv, LLVMGetUndef(at));
+      LLVMSetLinkage(gv, LLVMInternalLinkage);
+      int al = natural_align(g, et);
+      if (in->imm2 > al) al = (int)in->imm2;
+      LLVMSetAlignment(gv, (unsigned)al);
+      res = gv;
+      break;
+    }
+    case IR_DYNSHARED: {
+      if (!g->dynsmem) {
+        LLVMTypeRef at = LLVMArrayType2(g->ti8, 0);
+        g->dynsmem = LLVMAddGlobalInAddressSpace(g->M, at, "cute_dyn_smem", CUTE_AS_SHARED);
+        LLVMSetLinkage(g->dynsmem, LLVMExternalLinkage);
+        LLVMSetAlignment(g->dynsmem, 16);
+      }
+      if (in->imm2 > (int64_t)LLVMGetAlignment(g->dynsmem)) LLVMSetAlignment(g->dynsmem, (unsigned)in->imm2);
+      res = g->dynsmem;
+      break;
+    }
+    case IR_LOCAL: {
+      int32_t et = ir->types[in->type].elem;
+      int al = natural_align(g, et);
+      if (in->imm2 > al) al = (int)in->imm2;
+      LLVMValueRef av = entry_alloca(g, LLVMArrayType2(lt(g, et), (uint64_t)in->imm), al);
+      res = LLVMBuildAddrSpaceCast(g->B, av, T, "");
+      break;
+    }
+    case IR_SREG: res = sreg(g, in); break;
+    case IR_BAR:
+      if (!in->imm && !in->imm2) intr(g, in, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+      else {
+        char tmpl[64];
+        if (in->imm2) snprintf(tmpl, sizeof tmpl, "bar.sync %d, %d;", (int)in->imm, (int)in->imm2);
+        else snprintf(tmpl, sizeof tmpl, "bar.sync %d;", (int)in->imm);
+        iasm(g, g->tvoid, tmpl, "~{memory}", NULL, 0, 1);
+      }
+      break;
+    case IR_FENCE: {
+      static const char *const fn[] = {"llvm.nvvm.membar.gl", "llvm.nvvm.membar.cta", "llvm.nvvm.membar.sys"};
+      intr(g, in, fn[in->imm], NULL, 0, NULL, 0);
+      break;
+    }
+    case IR_SHFL: res = emit_shfl(g, in, a); break;
+    case IR_VOTE: {
+      static const char *const vn[] = {"llvm.nvvm.vote.all.sync", "llvm.nvvm.vote.any.sync",
+                                       "llvm.nvvm.vote.uni.sync", "llvm.nvvm.vote.ballot.sync"};
+      LLVMValueRef args[2] = {x, y};
+      res = intr(g, in, vn[in->imm], NULL, 0, args, 2);
+      break;
+    }
+    case IR_ATOM: case IR_CAS: res = emit_atom(g, in, a); break;
+    case IR_PRINTF: emit_printf(g, in, ir_strget(ir, (int32_t)in->imm), a, in->nargs); break;
+    case IR_TRAP: intr(g, in, "llvm.trap", NULL, 0, NULL, 0); break;
+    case IR_ASSERT: {
+      LLVMBasicBlockRef fail = newbb(g, "assert.fail"), ok = newbb(g, "assert.ok");
+      LLVMBuildCondBr(g->B, x, ok, fail);
+      LLVMPositionBuilderAtEnd(g->B, fail);
+      char msg[600];
+      if (in->file)
+        snprintf(msg, sizeof msg, "%s:%d: assertion failed: %s\n", ir_strget(ir, in->file), in->line, ir_strget(ir, (int32_t)in->imm));
+      else
+        snprintf(msg, sizeof msg, "assertion failed: %s\n", ir_strget(ir, (int32_t)in->imm));
+      emit_printf(g, in, msg, NULL, 0);
+      intr(g, in, "llvm.trap", NULL, 0, NULL, 0);
+      LLVMBuildUnreachable(g->B);
+      LLVMPositionBuilderAtEnd(g->B, ok);
+      break;
+    }
+    case IR_ASM: {
+      const char *cons = ir_strget(ir, (int32_t)in->imm2);
+      int nout = 0;
+      for (const char *p = cons; *p; p++)
+        if (*p == '=' && (p == cons || p[-1] == ',')) nout++;
+      LLVMValueRef args[16];
+      for (int i = 0; i < in->nargs; i++) args[i] = V(g, a[i]);
+      LLVMTypeRef rt = T;
+      int vec = ir->types[in->type].kind == CUTE_T_VEC && nout > 1;
+      if (vec) {
+        int n = ir->types[in->type].n;
+        if (nout != n) { cgfail(g, in, "asm: %d outputs for a %d-lane result", nout, n); break; }
+        LLVMTypeRef f8[8];
+        for (int i = 0; i < n; i++) f8[i] = lt(g, ir->types[in->type].elem);
+        rt = LLVMStructTypeInContext(g->C, f8, (unsigned)n, 0);
+      } else if (nout != (in->type != CUTE_T_VOID)) {
+        cgfail(g, in, "asm: %d outputs in \"%s\" for a %s result", nout, cons, ir_type_str(ir, in->type));
+        break;
+      }
+      LLVMValueRef call = iasm(g, rt, ir_strget(ir, (int32_t)in->imm), cons, args, in->nargs, 1);
+      if (vec) {
+        res = LLVMGetPoison(T);
+        for (int i = 0; i < ir->types[in->type].n; i++)
+          res = LLVMBuildInsertElement(g->B, res, LLVMBuildExtractValue(g->B, call, (unsigned)i, ""),
+                                       LLVMConstInt(g->ti32, (unsigned)i, 0), "");
+      } else if (in->type != CUTE_T_VOID) {
+        res = call;
+      }
+      break;
+    }
+    default:
+      cgfail(g, in, "%s is not supported by the code generator yet", ir_ops[in->op].name);
+      break;
+    }
+    if (g->failed) return 1;
+    if (in->type != CUTE_T_VOID && !res && in->op != IR_IF) {
+      cgfail(g, in, "%s produced no value", ir_ops[in->op].name);
+      return 1;
+    }
+    g->val[r] = res ? res : g->val[r];
+  }
+  if (!terminated(g)) {
+    if (f->ret == CUTE_T_VOID) LLVMBuildRetVoid(g->B);
+    else LLVMBuildUnreachable(g->B);
+  }
+  LLVMPositionBuilderAtEnd(g->B, g->entry);
+  LLVMBuildBr(g->B, start);
+  return 0;
+}
+
+static void add_attr(cg *g, LLVMValueRef fn, unsigned idx, const char *name, uint64_t v) {
+  unsigned k = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(g->C, k, v));
+}
+
+static void annotate(cg *g, LLVMValueRef fn, const char *key, int v) {
+  LLVMMetadataRef ops[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(g->C, key, strlen(key)),
+                            LLVMValueAsMetadata(LLVMConstInt(g->ti32, (unsigned)v, 0))};
+  LLVMAddNamedMetadataOperand(g->M, "nvvm.annotations",
+                              LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, ops, 3)));
+}
+
+static int declare_funcs(cg *g) {
+  cute_ir *ir = g->ir;
+  for (int32_t fi = 1; fi < ir->nfuncs; fi++) {
+    ir_func *f = &ir->funcs[fi];
+    LLVMTypeRef pt[64];
+    if (f->nparams > 64) return cgfail(g, NULL, "%s: more than 64 parameters", ir_strget(ir, f->name));
+    for (int i = 0; i < f->nparams; i++) pt[i] = lt(g, f->inst[i + 1].type);
+    g->fnty[fi] = LLVMFunctionType(lt(g, f->ret), pt, (unsigned)f->nparams, 0);
+    LLVMValueRef fn = LLVMAddFunction(g->M, ir_strget(ir, f->name), g->fnty[fi]);
+    g->fn[fi] = fn;
+    for (int i = 0; i < f->nparams; i++) {
+      ir_inst *p = &f->inst[i + 1];
+      int flags = (int)(p->imm2 & 0xff), align = (int)(p->imm2 >> 8);
+      if (p->imm) {
+        const char *nm = ir_strget(ir, (int32_t)p->imm);
+        LLVMSetValueName2(LLVMGetParam(fn, (unsigned)i), nm, strlen(nm));
+      }
+      if (flags & CUTE_P_NOALIAS) add_attr(g, fn, (unsigned)i + 1, "noalias", 0);
+      if (flags & CUTE_P_READONLY) add_attr(g, fn, (unsigned)i + 1, "readonly", 0);
+      if (align) add_attr(g, fn, (unsigned)i + 1, "align", (uint64_t)align);
+    }
+    if (f->kind == CUTE_FN_KERNEL) {
+      LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
+      annotate(g, fn, "kernel", 1);
+      if (f->maxntid) annotate(g, fn, "maxntidx", f->maxntid);
+      if (f->minctasm) annotate(g, fn, "minctasm", f->minctasm);
+    } else {
+      LLVMSetLinkage(fn, LLVMInternalLinkage);
+    }
+    add_attr(g, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
+  }
+  return 0;
+}
+
+static int link_libdevice(cg *g, char *msg, size_t cap) {
+  const char *path = find_libdevice(g->o ? g->o->libdevice : NULL);
+  if (!path) {
+    snprintf(msg, cap, "accurate math (%s) needs libdevice: set CUDA_HOME to a CUDA toolkit with nvvm/libdevice/libdevice.10.bc, or use fast math",
+             "__nv_* functions");
+    return CUTE_E_UNSUPPORTED;
+  }
+  if (!libdevice_buf || strcmp(path, libdevice_path)) {
+    LLVMMemoryBufferRef mb;
+    char *em = NULL;
+    if (LLVMCreateMemoryBufferWithContentsOfFile(path, &mb, &em)) {
+      snprintf(msg, cap, "cannot read libdevice %s: %s", path, em ? em : "?");
+      LLVMDisposeMessage(em);
+      return CUTE_E_LLVM;
+    }
+    if (libdevice_buf) LLVMDisposeMemoryBuffer(libdevice_buf);
+    libdevice_buf = mb;
+    snprintf(libdevice_path, sizeof libdevice_path, "%s", path);
+  }
+  LLVMModuleRef ld = NULL;
+  if (LLVMParseBitcodeInContext2(g->C, libdevice_buf, &ld)) {
+    snprintf(msg, cap, "cannot parse libdevice %.400s%s%.500s", path, g->diag_err ? ": " : "", g->diag);
+    return CUTE_E_LLVM;
+  }
+  LLVMSetTarget(ld, TRIPLE);
+  LLVMSetDataLayout(ld, LLVMGetDataLayoutStr(g->M));
+  if (LLVMLinkModules2(g->M, ld)) {
+    snprintf(msg, cap, "linking libdevice failed: %.900s", g->diag);
+    return CUTE_E_LLVM;
+  }
+  for (LLVMValueRef fn = LLVMGetFirstFunction(g->M); fn; fn = LLVMGetNextFunction(fn)) {
+    if (LLVMIsDeclaration(fn) || LLVMGetFunctionCallConv(fn) == LLVMPTXKernelCallConv) continue;
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+  }
+  for (LLVMValueRef gv = LLVMGetFirstGlobal(g->M); gv; gv = LLVMGetNextGlobal(gv))
+    if (!LLVMIsDeclaration(gv) && LLVMGetLinkage(gv) == LLVMExternalLinkage) LLVMSetLinkage(gv, LLVMInternalLinkage);
+  return 0;
+}
+
+static char *dup_n(const char *s, size_t n) {
+  char *p = malloc(n + 1);
+  if (p) { memcpy(p, s, n); p[n] = 0; }
+  return p;
+}
+
+static int err_out(cute_err *err, int code, const char *msg) {
+  if (err) {
+    err->code = code;
+    snprintf(err->msg, sizeof err->msg, "%s", msg);
+  }
+  return code;
+}
+
+void cute_compiled_free(cute_compiled *c) {
+  if (!c) return;
+  free(c->ir_text);
+  free(c->llvm_ir);
+  free(c->ptx);
+  free(c->ptxas_log);
+  free(c->cubin);
+  for (int i = 0; i < c->nk; i++) free(c->k[i].name);
+  free(c->k);
+  free(c);
+}
+
+/* builds, optimizes and emits under the TM lock */
+static int compile_llvm(cute_ir *ir, const cute_compile_opts *o, cute_compiled *res, char *msg, size_t cap) {
+  const char *arch = o && o->arch && *o->arch ? o->arch : "sm_90a";
+  int opt = o ? o->opt_level : 3;
+  if (opt < 0) opt = 0;
+  if (opt > 3) opt = 3;
+  char feat[32] = "";
+  if (o && o->ptx_version) snprintf(feat, sizeof feat, "+ptx%d", o->ptx_version);
+  if (strncmp(arch, "sm_", 3) || strlen(arch) > 8) {
+    snprintf(msg, cap, "bad arch '%s' (sm_XX or sm_XXa)", arch);
+    return CUTE_E_ARG;
+  }
+  double t0 = now_us();
+  LLVMTargetMachineRef tm = get_tm(arch, feat, opt, msg, cap);
+  if (!tm) return CUTE_E_LLVM;
+  cg G = {0}, *g = &G;
+  g->ir = ir;
+  g->o = o;
+  g->err = msg;
+  g->errcap = cap;
+  g->ftz = o && (o->flags & CUTE_C_FTZ);
+  g->C = LLVMContextCreate();
+  LLVMContextSetDiagnosticHandler(g->C, diag_handler, g);
+  g->M = LLVMModuleCreateWithNameInContext("cute", g->C);
+  g->B = LLVMCreateBuilderInContext(g->C);
+  LLVMSetTarget(g->M, TRIPLE);
+  LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+  LLVMSetModuleDataLayout(g->M, dl);
+  LLVMDisposeTargetData(dl);
+  g->tvoid = LLVMVoidTypeInContext(g->C);
+  g->ti1 = LLVMInt1TypeInContext(g->C);
+  g->ti8 = LLVMInt8TypeInContext(g->C);
+  g->ti16 = LLVMInt16TypeInContext(g->C);
+  g->ti32 = LLVMInt32TypeInContext(g->C);
+  g->ti64 = LLVMInt64TypeInContext(g->C);
+  g->tf16 = LLVMHalfTypeInContext(g->C);
+  g->tbf16 = LLVMBFloatTypeInContext(g->C);
+  g->tf32 = LLVMFloatTypeInContext(g->C);
+  g->tf64 = LLVMDoubleTypeInContext(g->C);
+  g->tptr = LLVMPointerTypeInContext(g->C, 0);
+  g->ty = calloc((size_t)ir->ntypes, sizeof *g->ty);
+  g->fn = calloc((size_t)ir->nfuncs, sizeof *g->fn);
+  g->fnty = calloc((size_t)ir->nfuncs, sizeof *g->fnty);
+  int rc = 0;
+  if (!g->ty || !g->fn || !g->fnty) { snprintf(msg, cap, "out of memory"); rc = CUTE_E_NOMEM; goto out; }
+  {
+    LLVMValueRef flag = LLVMConstInt(g->ti32, g->ftz ? 1 : 0, 0);
+    LLVMAddModuleFlag(g->M, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz", 16, LLVMValueAsMetadata(flag));
+  }
+  if (declare_funcs(g)) { rc = CUTE_E_LLVM; goto out; }
+  for (int32_t fi = 1; fi < ir->nfuncs && !rc; fi++) {
+    ir_func *f = &ir->funcs[fi];
+    g->f = f;
+    g->fi = fi;
+    g->F = g->fn[fi];
+    g->val = calloc((size_t)f->ninst + 1, sizeof *g->val);
+    g->cval = calloc((size_t)f->ncst + 1, sizeof *g->cval);
+    g->cs = calloc((size_t)f->ninst + 1, sizeof *g->cs);
+    g->ncs = 0;
+    if (!g->val || !g->cval || !g->cs) { snprintf(msg, cap, "out of memory"); rc = CUTE_E_NOMEM; }
+    else if (gen_body(g)) rc = CUTE_E_LLVM;
+    free(g->val);
+    free(g->cval);
+    free(g->cs);
+  }
+  if (rc) goto out;
+  double t1 = now_us();
+  res->t.build_us = t1 - t0;
+  char *vm = NULL;
+  if (LLVMVerifyModule(g->M, LLVMReturnStatusAction, &vm)) {
+    snprintf(msg, cap, "LLVM verifier: %s", vm ? vm : "?");
+    char *txt = LLVMPrintModuleToString(g->M);
+    res->llvm_ir = txt ? dup_n(txt, strlen(txt)) : NULL;
+    LLVMDisposeMessage(txt);
+    LLVMDisposeMessage(vm);
+    rc = CUTE_E_LLVM;
+    goto out;
+  }
+  LLVMDisposeMessage(vm);
+  double t2 = now_us();
+  res->t.llvm_verify_us = t2 - t1;
+  if (g->need_libdevice && (rc = link_libdevice(g, msg, cap))) goto out;
+  double t3 = now_us();
+  res->t.link_us = t3 - t2;
+  {
+    char pipeline[96];
+    snprintf(pipeline, sizeof pipeline, "%sdefault<O%d>", g->need_libdevice ? "function(nvvm-reflect),globaldce," : "", opt);
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef e = LLVMRunPasses(g->M, pipeline, tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (e) {
+      char *em = LLVMGetErrorMessage(e);
+      snprintf(msg, cap, "LLVM passes (%s): %s", pipeline, em);
+      LLVMDisposeErrorMessage(em);
+      rc = CUTE_E_LLVM;
+      goto out;
+    }
+  }
+  double t4 = now_us();
+  res->t.opt_us = t4 - t3;
+  {
+    char *txt = LLVMPrintModuleToString(g->M);
+    res->llvm_ir = txt ? dup_n(txt, strlen(txt)) : NULL;
+    LLVMDisposeMessage(txt);
+  }
+  {
+    LLVMMemoryBufferRef buf = NULL;
+    char *em = NULL;
+    g->diag_err = 0;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, g->M, LLVMAssemblyFile, &em, &buf) || g->diag_err) {
+      snprintf(msg, cap, "LLVM PTX emission: %.900s", em ? em : g->diag);
+      LLVMDisposeMessage(em);
+      if (buf) LLVMDisposeMemoryBuffer(buf);
+      rc = CUTE_E_LLVM;
+      goto out;
+    }
+    res->ptx = dup_n(LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
+    LLVMDisposeMemoryBuffer(buf);
+  }
+  res->t.emit_us = now_us() - t4;
+out:
+  if (!rc && g->diag_err) {
+    snprintf(msg, cap, "LLVM: %.900s", g->diag);
+    rc = CUTE_E_LLVM;
+  }
+  LLVMDisposeBuilder(g->B);
+  LLVMDisposeModule(g->M);
+  LLVMContextDispose(g->C);
+  free(g->ty);
+  free(g->fn);
+  free(g->fnty);
+  return rc;
+}
+
+int cute_compile(cute_ir *ir, const cute_compile_opts *o, cute_compiled **out, cute_err *err) {
+  if (out) *out = NULL;
+  if (!ir || !out) return err_out(err, CUTE_E_STATE, "compile: NULL context or out");
+  if (ir->err_code) return cute_ir_status(ir, err);
+  double t0 = now_us();
+  cute_compiled *res = calloc(1, sizeof *res);
+  if (!res) return err_out(err, CUTE_E_NOMEM, "out of memory");
+  *out = res;
+  char msg[1020];
+  if (ir->nfuncs <= 1) return err_out(err, CUTE_E_ARG, "compile: no functions");
+  if (!(o && (o->flags & CUTE_C_NO_VERIFY))) {
+    for (int32_t i = 1; i < ir->nfuncs; i++)
+      if (ir_verify_func(ir, i, msg, sizeof msg)) return err_out(err, CUTE_E_VERIFY, msg);
+  }
+  res->ir_text = ir_print_all(ir);
+  double t1 = now_us();
+  res->t.verify_us = t1 - t0;
+  /* kernels */
+  for (int32_t i = 1; i < ir->nfuncs; i++)
+    if (ir->funcs[i].kind == CUTE_FN_KERNEL) res->nk++;
+  res->k = calloc((size_t)res->nk + 1, sizeof *res->k);
+  if (!res->k) return err_out(err, CUTE_E_NOMEM, "out of memory");
+  int nk = 0;
+  for (int32_t i = 1; i < ir->nfuncs; i++) {
+    ir_func *f = &ir->funcs[i];
+    if (f->kind != CUTE_FN_KERNEL) continue;
+    ck *k = &res->k[nk++];
+    const char *nm = ir_strget(ir, f->name);
+    k->name = dup_n(nm, strlen(nm));
+    int64_t smem = 0;
+    for (int32_t r = 1; r < f->ninst; r++)
+      if (f->inst[r].op == IR_SHARED) {
+        int32_t et = ir->types[f->inst[r].type].elem;
+        smem += f->inst[r].imm * ir_tsize(ir, et);
+      }
+    k->info.regs = -1;
+    k->info.spill_stores = k->info.spill_loads = k->info.stack = k->info.cmem = -1;
+    k->info.smem_static = (int32_t)smem;
+    k->info.smem_dynamic = f->dynsmem;
+    k->info.smem_optin = smem + f->dynsmem > 48 * 1024;
+    k->info.max_threads = f->maxntid;
+    k->info.min_blocks = f->minctasm;
+  }
+  pthread_mutex_lock(&tm_lock);
+  int rc = compile_llvm(ir, o, res, msg, sizeof msg);
+  pthread_mutex_unlock(&tm_lock);
+  if (rc) { res->t.total_us = now_us() - t0; return err_out(err, rc, msg); }
+  const char *ptxas = (o && (o->flags & CUTE_C_NO_PTXAS)) ? NULL : ptxas_find();
+  if (ptxas) {
+    double t5 = now_us();
+    const char *arch = o && o->arch && *o->arch ? o->arch : "sm_90a";
+    int popt = o && o->ptxas_opt > 0 ? o->ptxas_opt - 1 : 3;
+    rc = ptxas_run(ptxas, res->ptx, arch, popt, &res->cubin, &res->cubin_size, &res->ptxas_log, msg, sizeof msg);
+    res->t.ptxas_us = now_us() - t5;
+    if (rc) { res->t.total_us = now_us() - t0; return err_out(err, CUTE_E_PTXAS, msg); }
+    ptxas_kinfo pk[64];
+    int n = ptxas_parse(res->ptxas_log, pk, 64);
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j < res->nk; j++)
+        if (!strcmp(pk[i].name, res->k[j].name)) {
+          cute_kernel_info *ki = &res->k[j].info;
+          ki->regs = pk[i].regs;
+          if (pk[i].smem >= 0) ki->smem_static = pk[i].smem;
+          ki->spill_stores = pk[i].spill_st;
+          ki->spill_loads = pk[i].spill_ld;
+          ki->stack = pk[i].stack;
+          ki->cmem = pk[i].cmem;
+          ki->smem_optin = (int64_t)ki->smem_static + ki->smem_dynamic > 48 * 1024;
+        }
+  }
+  res->t.total_us = now_us() - t0;
+  if (err) { err->code = 0; err->msg[0] = 0; }
+  return 0;
+}
+
+const char *cute_compiled_ir_text(cute_compiled *c) { return c ? c->ir_text : NULL; }
+const char *cute_compiled_llvm_ir(cute_compiled *c) { return c ? c->llvm_ir : NULL; }
+const char *cute_compiled_ptx(cute_compiled *c) { return c ? c->ptx : NULL; }
+const char *cute_compiled_ptxas_log(cute_compiled *c) { return c ? c->ptxas_log : NULL; }
+const void *cute_compiled_cubin(cute_compiled *c, size_t *size) {
+  if (size) *size = c ? c->cubin_size : 0;
+  return c ? c->cubin : NULL;
+}
+int cute_compiled_has_cubin(cute_compiled *c) { return c && c->cubin != NULL; }
+int cute_compiled_kernel_count(cute_compiled *c) { return c ? c->nk : 0; }
+const char *cute_compiled_kernel_name(cute_compiled *c, int i) {
+  return c && i >= 0 && i < c->nk ? c->k[i].name : NULL;
+}
+int cute_compiled_info(cute_compiled *c, const char *kernel, cute_kernel_info *out) {
+  if (!c || !out) return CUTE_E_STATE;
+  for (int i = 0; i < c->nk; i++)
+    if (!kernel || !strcmp(kernel, c->k[i].name)) { *out = c->k[i].info; return 0; }
+  return CUTE_E_ARG;
+}
+void cute_compiled_times(cute_compiled *c, cute_compile_times *out) {
+  if (!out) return;
+  if (!c) { memset(out, 0, sizeof *out); return; }
+  *out = c->t;
+}

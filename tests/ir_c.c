@@ -1,0 +1,222 @@
+/* ir_c.c -- standalone C test of the kernel IR and the code generator.
+ *   cc ... tests/ir_c.c -o ir_c && ./ir_c [-v]
+ * Builds representative kernels through the C API, checks the printer,
+ * parser round trip, verifier errors and the PTX (assembled by ptxas when
+ * present, for sm_80 and sm_90a).  Prints "N passed, N failed". */
+#include "cute_ir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int passed, failed, verbose;
+
+#define CHECK(cond, ...)                                   \
+  do {                                                     \
+    if (cond) passed++;                                    \
+    else {                                                 \
+      failed++;                                            \
+      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+      printf(__VA_ARGS__);                                 \
+      printf("\n");                                        \
+    }                                                      \
+  } while (0)
+
+/* c[i] = a[i] + b[i] with 16-byte read-only loads */
+static void build_vadd(cute_ir *ir) {
+  int32_t pf = cute_ir_t_ptr(ir, CUTE_T_F32, CUTE_AS_GLOBAL);
+  cute_ir_func(ir, "vadd", CUTE_FN_KERNEL, CUTE_T_VOID);
+  cute_ir_set_loc(ir, "vadd.lua", 1);
+  int32_t a = cute_ir_param(ir, pf, "a", CUTE_P_NOALIAS | CUTE_P_READONLY, 16);
+  int32_t b = cute_ir_param(ir, pf, "b", CUTE_P_NOALIAS | CUTE_P_READONLY, 16);
+  int32_t c = cute_ir_param(ir, pf, "c", CUTE_P_NOALIAS, 16);
+  int32_t n = cute_ir_param(ir, CUTE_T_I32, "n", 0, 0);
+  cute_ir_launch_bounds(ir, 256, 2);
+  cute_ir_set_loc(ir, "vadd.lua", 2);
+  int32_t bid = cute_ir_sreg(ir, CUTE_SREG_CTAID_X);
+  int32_t bdim = cute_ir_sreg(ir, CUTE_SREG_NTID_X);
+  int32_t tid = cute_ir_sreg(ir, CUTE_SREG_TID_X);
+  int32_t i = cute_ir_op2(ir, CUTE_IR_ADD, cute_ir_op2(ir, CUTE_IR_MUL, bid, bdim), tid);
+  int32_t i4 = cute_ir_op2(ir, CUTE_IR_MUL, i, cute_ir_const_int(ir, CUTE_T_U32, 4));
+  int32_t ii = cute_ir_cvt(ir, CUTE_T_I32, i4, 0);
+  cute_ir_set_loc(ir, "vadd.lua", 3);
+  cute_ir_if(ir, cute_ir_op2(ir, CUTE_IR_LT, ii, n), 0);
+  int32_t v4 = cute_ir_t_vec(ir, CUTE_T_F32, 4);
+  int32_t pv = cute_ir_t_ptr(ir, v4, CUTE_AS_GLOBAL);
+  int32_t pa = cute_ir_op(ir, CUTE_IR_PTRCAST, pv, 1, (int32_t[]){cute_ir_gep(ir, a, ii)}, 0, 0);
+  int32_t pb = cute_ir_op(ir, CUTE_IR_PTRCAST, pv, 1, (int32_t[]){cute_ir_gep(ir, b, ii)}, 0, 0);
+  int32_t pc = cute_ir_op(ir, CUTE_IR_PTRCAST, pv, 1, (int32_t[]){cute_ir_gep(ir, c, ii)}, 0, 0);
+  cute_ir_set_loc(ir, "vadd.lua", 4);
+  int32_t s = cute_ir_op2(ir, CUTE_IR_ADD, cute_ir_load(ir, pa, CUTE_HINT_NC, 16), cute_ir_load(ir, pb, CUTE_HINT_NC, 16));
+  cute_ir_store(ir, pc, s, CUTE_HINT_CS, 16);
+  cute_ir_end(ir);
+  cute_ir_ret(ir, 0);
+}
+
+/* block reduction: warp shuffles + shared memory + named barrier + atomics */
+static void build_reduce(cute_ir *ir) {
+  int32_t pf = cute_ir_t_ptr(ir, CUTE_T_F32, CUTE_AS_GLOBAL);
+  cute_ir_func(ir, "reduce", CUTE_FN_KERNEL, CUTE_T_VOID);
+  cute_ir_set_loc(ir, "reduce.lua", 10);
+  int32_t x = cute_ir_param(ir, pf, "x", CUTE_P_NOALIAS | CUTE_P_READONLY, 4);
+  int32_t out = cute_ir_param(ir, pf, "out", 0, 0);
+  int32_t n = cute_ir_param(ir, CUTE_T_U32, "n", 0, 0);
+  cute_ir_launch_bounds(ir, 128, 0);
+  int32_t sm = cute_ir_shared(ir, CUTE_T_F32, 32, 16);
+  int32_t tid = cute_ir_sreg(ir, CUTE_SREG_TID_X);
+  int32_t gid = cute_ir_op2(ir, CUTE_IR_ADD, cute_ir_op2(ir, CUTE_IR_MUL, cute_ir_sreg(ir, CUTE_SREG_CTAID_X),
+                                                         cute_ir_sreg(ir, CUTE_SREG_NTID_X)), tid);
+  int32_t zero = cute_ir_const_float(ir, CUTE_T_F32, 0.0);
+  int32_t acc = cute_ir_var(ir, CUTE_T_F32, zero);
+  cute_ir_set_loc(ir, "reduce.lua", 12);
+  int32_t iv = cute_ir_for(ir, gid, n, cute_ir_const_int(ir, CUTE_T_U32, 65536), 4);
+  int32_t v = cute_ir_load(ir, cute_ir_gep(ir, x, iv), CUTE_HINT_NC, 0);
+  cute_ir_vset(ir, acc, cute_ir_op2(ir, CUTE_IR_ADD, cute_ir_vget(ir, acc), v));
+  cute_ir_end(ir);
+  cute_ir_set_loc(ir, "reduce.lua", 14);
+  int32_t full = cute_ir_const_int(ir, CUTE_T_U32, 0xffffffff);
+  int32_t s = cute_ir_vget(ir, acc);
+  for (int off = 16; off >= 1; off /= 2) {
+    int32_t o = cute_ir_shfl(ir, CUTE_SHFL_BFLY, s, cute_ir_const_int(ir, CUTE_T_U32, off), full, 32);
+    s = cute_ir_op2(ir, CUTE_IR_ADD, s, o);
+  }
+  int32_t lane = cute_ir_sreg(ir, CUTE_SREG_LANEID);
+  int32_t warp = cute_ir_op2(ir, CUTE_IR_SHR, tid, cute_ir_const_int(ir, CUTE_T_U32, 5));
+  cute_ir_if(ir, cute_ir_op2(ir, CUTE_IR_EQ, lane, cute_ir_const_int(ir, CUTE_T_U32, 0)), 0);
+  cute_ir_store(ir, cute_ir_gep(ir, sm, warp), s, 0, 0);
+  cute_ir_end(ir);
+  cute_ir_barrier(ir, 1, 128);
+  cute_ir_if(ir, cute_ir_op2(ir, CUTE_IR_EQ, tid, cute_ir_const_int(ir, CUTE_T_U32, 0)), 0);
+  int32_t t = cute_ir_load(ir, sm, 0, 0);
+  cute_ir_atom(ir, CUTE_ATOM_ADD, sm, t, CUTE_SCOPE_GPU);
+  cute_ir_atom(ir, CUTE_ATOM_ADD, out, t, CUTE_SCOPE_GPU);
+  cute_ir_end(ir);
+  cute_ir_ret(ir, 0);
+}
+
+/* if/else with a result, while loop, bf16 conversion, math, device function */
+static void build_misc(cute_ir *ir) {
+  int32_t pf = cute_ir_t_ptr(ir, CUTE_T_F32, CUTE_AS_GLOBAL);
+  int32_t pb = cute_ir_t_ptr(ir, CUTE_T_BF16, CUTE_AS_GLOBAL);
+  int32_t sq = cute_ir_func(ir, "square", CUTE_FN_DEVICE, CUTE_T_F32);
+  int32_t p0 = cute_ir_param(ir, CUTE_T_F32, "x", 0, 0);
+  cute_ir_ret(ir, cute_ir_op2(ir, CUTE_IR_MUL, p0, p0));
+  cute_ir_func(ir, "misc", CUTE_FN_KERNEL, CUTE_T_VOID);
+  cute_ir_set_loc(ir, "misc.lua", 20);
+  int32_t x = cute_ir_param(ir, pf, "x", 0, 0);
+  int32_t y = cute_ir_param(ir, pb, "y", 0, 0);
+  int32_t tid = cute_ir_sreg(ir, CUTE_SREG_TID_X);
+  int32_t v = cute_ir_load(ir, cute_ir_gep(ir, x, tid), 0, 0);
+  int32_t c = cute_ir_op2(ir, CUTE_IR_GT, v, cute_ir_const_float(ir, CUTE_T_F32, 0.0));
+  int32_t r = cute_ir_if(ir, c, CUTE_T_F32);
+  cute_ir_yield(ir, cute_ir_math(ir, CUTE_IR_SQRT, v, 0));
+  cute_ir_else(ir);
+  cute_ir_yield(ir, cute_ir_math(ir, CUTE_IR_EXP2, v, 1));
+  cute_ir_end(ir);
+  int32_t k = cute_ir_var(ir, CUTE_T_I32, cute_ir_const_int(ir, CUTE_T_I32, 0));
+  cute_ir_while(ir);
+  int32_t kc = cute_ir_op2(ir, CUTE_IR_LT, cute_ir_vget(ir, k), cute_ir_const_int(ir, CUTE_T_I32, 3));
+  cute_ir_do(ir, kc);
+  cute_ir_vset(ir, k, cute_ir_op2(ir, CUTE_IR_ADD, cute_ir_vget(ir, k), cute_ir_const_int(ir, CUTE_T_I32, 1)));
+  cute_ir_end(ir);
+  int32_t kf = cute_ir_cvt(ir, CUTE_T_F32, cute_ir_vget(ir, k), 0);
+  int32_t args[1] = {cute_ir_op2(ir, CUTE_IR_ADD, r, kf)};
+  int32_t sqv = cute_ir_call(ir, sq, 1, args);
+  int32_t bf = cute_ir_cvt(ir, CUTE_T_BF16, sqv, 0);
+  int32_t bz = cute_ir_cvt(ir, CUTE_T_BF16, sqv, CUTE_RND_RZ);
+  cute_ir_store(ir, cute_ir_gep(ir, y, tid), bf, 0, 0);
+  cute_ir_store(ir, cute_ir_gep(ir, y, cute_ir_op2(ir, CUTE_IR_ADD, tid, cute_ir_const_int(ir, CUTE_T_U32, 1))), bz, 0, 0);
+  cute_ir_ret(ir, 0);
+}
+
+static cute_compiled *compile(cute_ir *ir, const char *arch, int ptxas, cute_err *e) {
+  cute_compile_opts o = {0};
+  o.arch = arch;
+  o.opt_level = 3;
+  o.flags = ptxas ? 0 : CUTE_C_NO_PTXAS;
+  cute_compiled *c = NULL;
+  int rc = cute_compile(ir, &o, &c, e);
+  if (rc && verbose && c && cute_compiled_llvm_ir(c)) printf("%s\n", cute_compiled_llvm_ir(c));
+  if (rc) { cute_compiled_free(c); return NULL; }
+  return c;
+}
+
+static void test_kernel(const char *name, void (*build)(cute_ir *), const char *const *expect) {
+  cute_ir *ir = cute_ir_new();
+  cute_err e;
+  build(ir);
+  int st = cute_ir_status(ir, &e);
+  CHECK(st == 0, "%s: build: %s", name, e.msg);
+  if (st) { cute_ir_free(ir); return; }
+  CHECK(cute_ir_verify(ir, &e) == 0, "%s: verify: %s", name, e.msg);
+  const char *txt = cute_ir_print(ir);
+  if (verbose) printf("%s\n", txt);
+  /* parse(print) == print */
+  cute_ir *ir2 = cute_ir_new();
+  int pr = cute_ir_parse(ir2, txt, &e);
+  CHECK(pr == 0, "%s: parse: %s", name, e.msg);
+  if (!pr) CHECK(!strcmp(cute_ir_print(ir2), txt), "%s: round trip differs:\n%s", name, cute_ir_print(ir2));
+  cute_ir_free(ir2);
+  const char *archs[2] = {"sm_80", "sm_90a"};
+  for (int k = 0; k < 2; k++) {
+    cute_compiled *c = compile(ir, archs[k], 1, &e);
+    CHECK(c != NULL, "%s %s: compile: %s", name, archs[k], e.msg);
+    if (!c) continue;
+    const char *ptx = cute_compiled_ptx(c);
+    if (verbose && k == 1) printf("%s\n", ptx);
+    for (int i = 0; expect && expect[i]; i++)
+      CHECK(strstr(ptx, expect[i]) != NULL, "%s %s: PTX lacks '%s'", name, archs[k], expect[i]);
+    if (cute_ptxas_path()) {
+      CHECK(cute_compiled_has_cubin(c), "%s %s: no cubin", name, archs[k]);
+      cute_kernel_info ki;
+      CHECK(cute_compiled_info(c, name, &ki) == 0 && ki.regs > 0, "%s: ptxas info missing", name);
+      if (verbose) printf("%s %s: regs %d smem %d spills %d/%d stack %d\n", name, archs[k], ki.regs, ki.smem_static,
+                          ki.spill_stores, ki.spill_loads, ki.stack);
+    }
+    cute_compiled_free(c);
+  }
+  cute_ir_free(ir);
+}
+
+static void expect_verify_error(const char *what, const char *text, const char *needle) {
+  cute_ir *ir = cute_ir_new();
+  cute_err e;
+  cute_ir_set_checks(ir, 0);
+  int rc = cute_ir_parse(ir, text, &e);
+  if (rc == 0) rc = cute_ir_verify(ir, &e);
+  CHECK(rc != 0 && strstr(e.msg, needle), "%s: expected an error containing '%s', got %d '%s'", what, needle, rc, e.msg);
+  cute_ir_free(ir);
+}
+
+int main(int argc, char **argv) {
+  verbose = argc > 1 && !strcmp(argv[1], "-v");
+  static const char *const vadd_x[] = {"ld.global.nc.v4.f32", ".maxntid 256", ".minnctapersm 2", "st.global.cs.v4.b32", NULL};
+  static const char *const red_x[] = {"shfl.sync.bfly.b32", "bar.sync 1, 128", "atom.shared.add.f32", "atom.global.add.f32", NULL};
+  static const char *const misc_x[] = {"cvt.rn.bf16.f32", "cvt.rz.bf16.f32", "sqrt.rn.f32", "ex2.approx", NULL};
+  test_kernel("vadd", build_vadd, vadd_x);
+  test_kernel("reduce", build_reduce, red_x);
+  test_kernel("misc", build_misc, misc_x);
+
+  /* sticky builder errors with location */
+  {
+    cute_ir *ir = cute_ir_new();
+    cute_err e;
+    cute_ir_func(ir, "k", CUTE_FN_KERNEL, 0);
+    cute_ir_set_loc(ir, "user.lua", 42);
+    int32_t a = cute_ir_const_int(ir, CUTE_T_I32, 1), b = cute_ir_const_float(ir, CUTE_T_F32, 2.0);
+    int32_t r = cute_ir_op2(ir, CUTE_IR_ADD, a, b);
+    CHECK(r == 0, "mismatched add returned %d", r);
+    CHECK(cute_ir_op2(ir, CUTE_IR_ADD, a, a) == 0, "calls after an error must be no-ops");
+    cute_ir_status(ir, &e);
+    CHECK(e.code == CUTE_E_VERIFY && strstr(e.msg, "user.lua:42") && strstr(e.msg, "add"), "msg '%s'", e.msg);
+    cute_ir_free(ir);
+  }
+  expect_verify_error("region", "kernel @k() {\n  %1 = sreg u32 reg=tid.x\n  if 1:i1 {\n    %3 = add u32 %1, %1\n  }\n  %5 = add u32 %3, %3\n  ret\n}\n", "outside its region");
+  expect_verify_error("terminator", "kernel @k() {\n  %1 = sreg u32 reg=tid.x\n}\n", "missing terminator");
+  expect_verify_error("types", "kernel @k(%1: i32) {\n  %2 = add i32 %1, 1.0:f32\n  ret\n}\n", "operand types differ");
+  expect_verify_error("space", "kernel @k(%1: ptr.global.f32) {\n  %2 = ptrcast ptr.shared.f32 %1\n  ret\n}\n", "wrong address space");
+  expect_verify_error("loc", "kernel @k(%1: i32) {\n  loc \"t.lua\" 7\n  %2 = add i32 %1, 1.0:f32\n  ret\n}\n", "t.lua:7");
+
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed != 0;
+}

@@ -1,0 +1,190 @@
+/* layout_errors_c.c -- adversarial inputs for the layout algebra: garbage
+ * cute_value structs, random text, extreme integers, deep nesting.  Run under
+ * ASan/UBSan; the only requirement besides the explicit checks is "no crash".
+ *   usage: layout_errors_c [iterations]
+ */
+#include "cute.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return rng;
+}
+static int64_t rnd_int(void) {
+  switch (rnd() % 8) {
+  case 0: return INT64_MIN;
+  case 1: return INT64_MAX;
+  case 2: return -(int64_t)(rnd() % 5);
+  case 3: return (int64_t)(rnd() % 3);
+  case 4: return (int64_t)1 << (rnd() % 63);
+  default: return (int64_t)(rnd() % 17);
+  }
+}
+
+static int failures = 0;
+#define CHECK(cond, ...) do { if (!(cond)) { failures++; printf("FAIL: " __VA_ARGS__); printf("\n"); } } while (0)
+
+static void garbage(cute_value *v) {
+  memset(v, 0, sizeof *v);
+  v->type = (int32_t)(rnd() % 10) - 1;
+  v->n = (int32_t)(rnd() % 140) - 5;
+  v->sw_b = (int32_t)(rnd() % 80) - 10;
+  v->sw_m = (int32_t)(rnd() % 80) - 10;
+  v->sw_s = (int32_t)(rnd() % 80) - 40;
+  v->offset = rnd_int();
+  for (int k = 0; k < 128; k++) {
+    v->node[k].kind = (int32_t)(rnd() % 6) - 1;
+    v->node[k].span = (int32_t)(rnd() % 10) - 2;
+    v->node[k].a = rnd_int();
+    v->node[k].b = rnd_int();
+  }
+}
+
+/* a valid value, then optionally one mutated field */
+static const char *samples[] = {
+  "(4,2):(1,4)", "((2,2),(3,4)):((1,6),(2,12))", "8:1", "1:0", "(8):(1)", "():()",
+  "(2,3)", "(2,_)", "(4:2,_,(2,2):(1,4))", "7", "-3", "_", "()", "Sw<3,3,3> o 0 o (8,8):(8,1)",
+  "Sw<2,0,2>", "(9223372036854775807,2):(1,2)", "(3,5):(-1,-3)", "((1,1),1):((0,0),0)",
+  "(4611686018427387904,4):(2,1)", "(2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2):(1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192,16384,32768,65536,131072,262144,524288,1048576,2097152,4194304,8388608,16777216,33554432,67108864,134217728,268435456,536870912,1073741824,2147483648,4294967296,8589934592,17179869184,34359738368,68719476736,137438953472,274877906944,549755813888,1099511627776,2199023255552,4398046511104,8796093022208,17592186044416,35184372088832,70368744177664,140737488355328,281474976710656,562949953421312,1125899906842624,2251799813685248,4503599627370496,9007199254740992,18014398509481984,36028797018963968,72057594037927936,144115188075855872,288230376151711744,576460752303423488,1152921504606846976,2305843009213693952,4611686018427387904,1,1,1)",
+  "(((2,2),(2,2)),((2,2),(2,2))):(((1,2),(4,8)),((16,32),(64,128)))", "0", "1", "2",
+  "(1,0,-1)", "((7,7),_)", "(3:0,1:1)", "(4,6):(6,1)",
+};
+enum { NS = sizeof samples / sizeof samples[0] };
+
+static void sample(cute_value *v) {
+  cute_err e;
+  if (cute_parse(samples[rnd() % NS], v, &e)) memset(v, 0, sizeof *v);
+  if (rnd() % 4 == 0 && v->n > 0) {
+    int k = (int)(rnd() % (uint64_t)v->n);
+    switch (rnd() % 5) {
+    case 0: v->node[k].a = rnd_int(); break;
+    case 1: v->node[k].b = rnd_int(); break;
+    case 2: v->node[k].span = (int32_t)(rnd() % 6) - 1; break;
+    case 3: v->node[k].kind = (int32_t)(rnd() % 5); break;
+    default: v->type = (int32_t)(rnd() % 8); break;
+    }
+  }
+}
+
+static void run_all(cute_value *args, int nargs) {
+  cute_value out, out2;
+  cute_err e;
+  char buf[256];
+  for (int op = -2; op < CUTE_OP_COUNT_ + 2; op++) {
+    for (int na = 0; na <= nargs; na++) {
+      e.code = 0;
+      e.msg[0] = 0;
+      int rc = cute_op(op, args, na, &out, &out2, &e);
+      if (rc) CHECK(e.code == rc && e.msg[0], "op %d: error %d without message", op, rc);
+      cute_format(&out, buf, sizeof buf);
+      cute_format(&out2, buf, 3);
+    }
+  }
+  for (int k = 0; k < nargs; k++) {
+    int64_t crd[4] = {rnd_int(), rnd_int(), 1, 2}, r, sh[8], st[8];
+    cute_layout_crd2idx(&args[k], crd, (int)(rnd() % 4) + 1, &r, &e);
+    cute_layout_leaves(&args[k], sh, st, 8);
+    cute_format(&args[k], buf, sizeof buf);
+    cute_format(&args[k], NULL, 0);
+  }
+}
+
+static void expect(const char *op, const char *a0, const char *a1, int code, const char *frag) {
+  cute_value a[2], o, o2;
+  cute_err e;
+  int rc = cute_parse(a0, &a[0], &e);
+  if (!rc && a1) rc = cute_parse(a1, &a[1], &e);
+  if (!rc) rc = cute_op(cute_op_lookup(op), a, a1 ? 2 : 1, &o, &o2, &e);
+  CHECK(rc == code, "%s(%s, %s): got %d want %d (%s)", op, a0, a1 ? a1 : "", rc, code,
+        rc ? e.msg : "");
+  if (rc && frag) CHECK(strstr(e.msg, frag) != NULL, "%s: message \"%s\" lacks \"%s\"", op, e.msg, frag);
+}
+
+int main(int argc, char **argv) {
+  long iters = argc > 1 ? atol(argv[1]) : 3000;
+
+  /* explicit error codes and messages */
+  expect("composition", "(6,2):(1,7)", "2:8", CUTE_E_ADMISSIBLE, "(6,2):(1,7)");
+  expect("composition", "(4,2):(3,1)", "3:2", CUTE_E_ADMISSIBLE, "inadmissible");
+  expect("complement", "(4,2):(1,1)", NULL, CUTE_E_ADMISSIBLE, "not injective");
+  expect("crd2idx", "(1,2,3)", "(4,2):(1,4)", CUTE_E_RANK, "rank 3");
+  expect("size", "(4,0):(1,4)", NULL, CUTE_E_DOMAIN, "positive");
+  expect("size", "(4,2))", NULL, CUTE_E_PARSE, "column 6");
+  expect("size", "(4,2):(1,(2,3))", NULL, CUTE_E_RANK, "not congruent");
+  expect("size", "(4294967296,4294967296):(1,1)", NULL, CUTE_E_OVERFLOW, "overflow");
+  expect("size", "99999999999999999999", NULL, CUTE_E_OVERFLOW, "overflow");
+  expect("ceil_div", "3", "0", CUTE_E_DOMAIN, "zero");
+  expect("shape_div", "3", "0", CUTE_E_DOMAIN, NULL);
+  expect("shape_div", "3", "2", CUTE_E_DOMAIN, "divide");
+  expect("idx2crd", "5", "(2,3):(0,1)", CUTE_E_DOMAIN, NULL);
+  expect("logical_divide", "(4,2):(1,4)", "(2,2,2)", CUTE_E_RANK, "rank");
+  expect("get", "(4,2):(1,4)", "2", CUTE_E_RANK, "out of range");
+  expect("composition", "8:1", "(4,2)", CUTE_E_RANK, "rank");
+  expect("left_inverse", "(2,2):(1,1)", NULL, CUTE_OK, NULL);
+  expect("logical_product", "(4611686018427387904,4):(2,1)", "4:1", CUTE_E_OVERFLOW, NULL);
+
+  /* very deep nesting and long inputs */
+  {
+    static char deep[20000];
+    cute_value v;
+    cute_err e;
+    size_t n = 0;
+    for (int k = 0; k < 5000; k++) deep[n++] = '(';
+    deep[n++] = '1';
+    for (int k = 0; k < 5000; k++) deep[n++] = ')';
+    deep[n] = 0;
+    CHECK(cute_parse(deep, &v, &e) == CUTE_E_CAPACITY, "deep nesting");
+    n = 0;
+    deep[n++] = '(';
+    for (int k = 0; k < 200; k++) { deep[n++] = '1'; deep[n++] = ','; }
+    deep[n++] = '1';
+    deep[n++] = ')';
+    deep[n] = 0;
+    CHECK(cute_parse(deep, &v, &e) == CUTE_E_CAPACITY, "too many nodes");
+  }
+
+  /* random text */
+  const char alpha[] = "()_:,-0123456789 Sw<>o9";
+  for (long it = 0; it < iters * 10; it++) {
+    char t[64];
+    int len = (int)(rnd() % 40);
+    for (int k = 0; k < len; k++) t[k] = alpha[rnd() % (sizeof alpha - 1)];
+    t[len] = 0;
+    cute_value v;
+    cute_err e;
+    if (cute_parse(t, &v, &e) == 0) {
+      char b[512], b2[512];
+      cute_format(&v, b, sizeof b);
+      cute_value w;
+      int rc = cute_parse(b, &w, &e);
+      CHECK(rc == 0, "reparse of %s (from %s) failed: %s", b, t, e.msg);
+      if (!rc) {
+        cute_format(&w, b2, sizeof b2);
+        CHECK(strcmp(b, b2) == 0, "round trip %s -> %s", b, b2);
+      }
+    }
+  }
+
+  /* garbage structs and mutated valid values through every op */
+  static cute_value args[4];
+  for (long it = 0; it < iters; it++) {
+    for (int k = 0; k < 4; k++) {
+      if (rnd() % 3 == 0) garbage(&args[k]);
+      else sample(&args[k]);
+    }
+    run_all(args, 4);
+  }
+  cute_err e;
+  CHECK(cute_parse(NULL, &args[0], &e) == CUTE_E_ARG, "NULL text");
+  CHECK(cute_parse("1", NULL, &e) == CUTE_E_ARG, "NULL out");
+  CHECK(cute_op(CUTE_OP_SIZE, NULL, 1, &args[0], NULL, &e) == CUTE_E_ARG, "NULL args");
+  CHECK(cute_format(NULL, NULL, 0) >= 1, "format NULL");
+  printf("%s (%d failures)\n", failures ? "FAILED" : "ok", failures);
+  return failures != 0;
+}

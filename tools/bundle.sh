@@ -1,0 +1,32 @@
+#!/bin/sh
+# make bundle: dist/, a relocatable directory that runs on an x86-64 Linux host
+# with only the NVIDIA driver: cuteluajit (LuaJIT + LLVM static), the Lua
+# modules, examples, benchmarks, specs, and busted with its dependencies.
+#   dist/bin/cuteluajit examples/vector_add.lua
+#   dist/bin/busted spec           (GPU specs run; others too)
+set -e
+D=dist
+rm -rf "$D"
+mkdir -p "$D/bin" "$D/lua" "$D/share/lua/5.1" "$D/lib/lua/5.1"
+cp build/cuteluajit "$D/bin/"
+strip "$D/bin/cuteluajit"
+cp -r lua/cute "$D/lua/"
+cp -r examples bench spec "$D/"
+mkdir -p "$D/tools" && cp tools/fuzz*.lua "$D/tools/" 2>/dev/null || true
+# busted and its Lua dependencies (pure Lua) and C modules (need only libc)
+for m in busted busted.lua cliargs cliargs.lua dkjson.lua luassert mediator.lua pl say system term; do
+  cp -r "/usr/share/lua/5.1/$m" "$D/share/lua/5.1/"
+done
+for so in lfs.so system term; do
+  cp -r "/usr/lib/x86_64-linux-gnu/lua/5.1/$so" "$D/lib/lua/5.1/"
+done
+echo "require('busted.runner')({ standalone = false })" > "$D/bin/busted.lua"
+cat > "$D/bin/busted" <<'EOS'
+#!/bin/sh
+# busted under cuteluajit (module paths are relative to the binary)
+here=$(dirname "$0")
+exec "$here/cuteluajit" "$here/busted.lua" "$@"
+EOS
+chmod +x "$D/bin/busted"
+if [ -d ../shared/oracle ]; then mkdir -p "$D/oracle" && cp ../shared/oracle/layout_public.jsonl "$D/oracle/"; fi
+echo "bundle: $(du -sh "$D" | cut -f1) in $D/"
