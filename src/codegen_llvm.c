@@ -970,7 +970,7 @@ static int gen_body(cg *g) {
       int32_t et = ir->types[in->type].elem;
       LLVMTypeRef at = LLVMArrayType2(lt(g, et), (uint64_t)in->imm);
       char nm[160];
-      snprintf(nm, sizeof nm, "%s.smem%d", ir_strget(ir, f->name), r);
+      snprintf(nm, sizeof nm, "%s_smem%d", ir_strget(ir, f->name), r);
       LLVMValueRef gv = LLVMAddGlobalInAddressSpace(g->M, at, nm, CUTE_AS_SHARED);
       LLVMSetInitializer(gv, LLVMGetUndef(at));
       LLVMSetLinkage(gv, LLVMInternalLinkage);

@@ -632,26 +632,25 @@ int32_t ir_emit(cute_ir *ir, int op, int32_t type, int nargs, const int32_t *arg
   if (!ir || ir->err_code) return 0;
   ir_func *f = ir_curf(ir);
   char lb[256];
-  if (ir->loc_file) snprintf(lb, sizeof lb, "%s:%d: ", ir_strget(ir, ir->loc_file), ir->loc_line);
-  else lb[0] = 0;
-  if (op < 0 || op >= IR_NOPS) { ir_fail(ir, CUTE_E_ARG, "%sop: bad opcode %d", lb, op); return 0; }
+#define LB() (ir->loc_file ? (snprintf(lb, sizeof lb, "%s:%d: ", ir_strget(ir, ir->loc_file), ir->loc_line), lb) : "")
+  if (op < 0 || op >= IR_NOPS) { ir_fail(ir, CUTE_E_ARG, "%sop: bad opcode %d", LB(), op); return 0; }
   const ir_opinfo *oi = &ir_ops[op];
-  if (!f) { ir_fail(ir, CUTE_E_STATE, "%s%s: no current function", lb, oi->name); return 0; }
+  if (!f) { ir_fail(ir, CUTE_E_STATE, "%s%s: no current function", LB(), oi->name); return 0; }
   if (nargs < oi->min_args || nargs > oi->max_args || (nargs && !args)) {
-    ir_fail(ir, CUTE_E_ARG, "%s%s: takes %d..%d operands, got %d", lb, oi->name, oi->min_args,
+    ir_fail(ir, CUTE_E_ARG, "%s%s: takes %d..%d operands, got %d", LB(), oi->name, oi->min_args,
             oi->max_args, nargs);
     return 0;
   }
   for (int i = 0; i < nargs; i++) {
     int32_t a = args[i];
     if (a == 0 || a >= f->ninst || -a >= f->ncst) {
-      ir_fail(ir, CUTE_E_ARG, "%s%s: operand %d is not a value of function %s (ref %d)", lb,
+      ir_fail(ir, CUTE_E_ARG, "%s%s: operand %d is not a value of function %s (ref %d)", LB(),
               oi->name, i + 1, ir_strget(ir, f->name), a);
       return 0;
     }
   }
   if (op == IR_PARAM && f->ninst != f->nparams + 1) {
-    ir_fail(ir, CUTE_E_STATE, "%sparam: after the first instruction", lb);
+    ir_fail(ir, CUTE_E_STATE, "%sparam: after the first instruction", LB());
     return 0;
   }
   if (type == 0) {
@@ -659,7 +658,7 @@ int32_t ir_emit(cute_ir *ir, int op, int32_t type, int nargs, const int32_t *arg
     if (ir->err_code) return 0;
   }
   if (!ir_type_valid(ir, type)) {
-    ir_fail(ir, CUTE_E_ARG, "%s%s: bad result type %d", lb, oi->name, type);
+    ir_fail(ir, CUTE_E_ARG, "%s%s: bad result type %d", LB(), oi->name, type);
     return 0;
   }
   if (f->ninst >= f->capinst) {
@@ -696,16 +695,17 @@ int32_t ir_emit(cute_ir *ir, int op, int32_t type, int nargs, const int32_t *arg
   if (ir->checks && ir_check_inst(ir, f, ref, &f->scope, msg, sizeof msg)) {
     f->ninst--;
     f->npool -= nargs;
-    ir_fail(ir, CUTE_E_VERIFY, "%s%s", lb, msg);
+    ir_fail(ir, CUTE_E_VERIFY, "%s%s", LB(), msg);
     return 0;
   }
   if (ir_scope_step(ir, f, ref, &f->scope, msg, sizeof msg)) {
     f->ninst--;
     f->npool -= nargs;
-    ir_fail(ir, CUTE_E_VERIFY, "%s%s", lb, msg);
+    ir_fail(ir, CUTE_E_VERIFY, "%s%s", LB(), msg);
     return 0;
   }
   return ref;
+#undef LB
 }
 
 int32_t cute_ir_op(cute_ir *ir, int op, int32_t type, int nargs, const int32_t *args, int64_t imm,

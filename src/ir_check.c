@@ -49,14 +49,13 @@ int32_t ir_infer_type(cute_ir *ir, ir_func *f, int op, int nargs, const int32_t 
   case IR_NEG: case IR_ABS: case IR_NOT: case IR_FMA: case IR_SQRT: case IR_RSQRT: case IR_RCP:
   case IR_EXP: case IR_EXP2: case IR_LOG: case IR_LOG2: case IR_SIN: case IR_COS: case IR_TANH:
   case IR_ERF: case IR_POW: case IR_FLOOR: case IR_CEIL: case IR_TRUNC: case IR_ROUND:
-  case IR_BREV: case IR_GEP: case IR_SHFL: case IR_ATOM: case IR_VGET: case IR_INSERT:
+  case IR_BREV: case IR_GEP: case IR_SHFL: case IR_VGET: case IR_INSERT:
     return t0;
   case IR_SELECT: return nargs > 1 ? ir_vtype(f, args[1]) : 0;
-  case IR_CAS: return nargs > 2 ? ir_vtype(f, args[2]) : 0;
   case IR_POPC: case IR_CLZ: case IR_PRMT: return CUTE_T_U32;
   case IR_EQ: case IR_NE: case IR_LT: case IR_LE: case IR_GT: case IR_GE: case IR_ISNAN:
     return CUTE_T_I1;
-  case IR_LOAD: { int32_t e = ptr_elem(ir, t0, NULL); return e ? e : t0; }
+  case IR_LOAD: case IR_ATOM: case IR_CAS: { int32_t e = ptr_elem(ir, t0, NULL); return e ? e : t0; }
   case IR_EXTRACT: return is_kind(ir, t0, CUTE_T_VEC) ? ir->types[t0].elem : t0;
   case IR_VEC:
     if (nargs >= 2 && is_scalar_num(t0) && (nargs == 2 || nargs == 4 || nargs == 8))

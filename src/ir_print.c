@@ -115,7 +115,7 @@ static void print_func(cute_ir *ir, int32_t fi, ir_buf *b) {
     const int32_t *a = ir_args(f, in);
     int d = depth;
     if (in->op == IR_ELSE || in->op == IR_DO || in->op == IR_END) d = depth > 1 ? depth - 1 : 1;
-    if ((in->file || in->line) && (in->file != lfile || in->line != lline)) {
+    if (in->file != lfile || in->line != lline) {
       indent(b, d);
       ir_buf_puts(b, "loc ");
       ir_buf_quote(b, ir_strget(ir, in->file));

@@ -559,8 +559,9 @@ int cute_op(int op, const cute_value *args, int nargs, cute_value *out, cute_val
     return lerr_plain(err, CUTE_E_ARG, "%s: takes %d..%d arguments, got %d", info->name,
                       info->min, info->max, nargs);
   if (!args) return lerr_plain(err, CUTE_E_ARG, "%s: NULL arguments", info->name);
-  if (out == out2 || (out >= args && out < args + nargs) ||
-      (out2 && out2 >= args && out2 < args + nargs))
+  uintptr_t lo = (uintptr_t)args, hi = (uintptr_t)(args + nargs);
+  if (out == out2 || ((uintptr_t)out >= lo && (uintptr_t)out < hi) ||
+      (out2 && (uintptr_t)out2 >= lo && (uintptr_t)out2 < hi))
     return lerr_plain(err, CUTE_E_ARG, "%s: outputs may not alias the arguments", info->name);
   for (int k = 0; k < nargs; k++) {
     if (cv_check(&args[k], NULL, NULL) == 0) continue;
@@ -597,6 +598,8 @@ static int fast_int(const cute_value *L, int i, int end, int64_t x, int64_t *out
       int64_t p = 1;
       int sp = L->node[j].span;
       if (sp < 1 || sp > stop - j) return 1;
+      if (sp == 1 && L->node[j].kind != CUTE_N_INT && L->node[j].kind != CUTE_N_TUPLE)
+        return 1;
       for (int q = j; q < j + sp; q++)
         if (L->node[q].kind == CUTE_N_INT) {
           if (L->node[q].a <= 0) return 3;
@@ -611,8 +614,13 @@ static int fast_int(const cute_value *L, int i, int end, int64_t x, int64_t *out
         q = x / p;
         m = x % p;
       }
-      int e = fast_int(L, j, stop, m, &r, depth + 1);
-      if (e) return e;
+      const cute_node *ch = &L->node[j];
+      if (ch->kind == CUTE_N_INT) {
+        if (__builtin_mul_overflow(m, ch->b, &r)) return 2;
+      } else {
+        int e = fast_int(L, j, stop, m, &r, depth + 1);
+        if (e) return e;
+      }
       x = q;
     }
     if (__builtin_add_overflow(acc, r, &acc)) return 2;
@@ -632,7 +640,7 @@ int cute_layout_crd2idx(const cute_value *L, const int64_t *crd, int n, int64_t 
   const cute_node *root = &L->node[0];
   int rank = root->kind == CUTE_N_TUPLE ? (int)root->a : 1, e = 0;
   int64_t acc = 0;
-  if (n == 1) {
+  if (n == 1 && (root->kind != CUTE_N_TUPLE || rank != 1)) {
     e = fast_int(L, 0, L->n, crd[0], &acc, 0);
   } else if (n == rank && root->kind == CUTE_N_TUPLE) {
     int j = 1, end = L->n;

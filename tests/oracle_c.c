@@ -126,6 +126,6 @@ int main(int argc, char **argv) {
     else printf("FAIL %s: got %s %s want %s %s\n   %s", op, got, got2, want, want2, line);
   }
   fclose(f);
-  printf("%d/%d passed\n", pass, total);
+  printf("%d passed, %d failed\n", pass, total - pass);
   return pass == total ? 0 : 1;
 }

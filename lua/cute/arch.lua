@@ -21,10 +21,14 @@ local function S()
   return tr.state()
 end
 
+-- special registers come back as the IR's type (u32); the DSL works in i32
 local function sreg(r, div)
   local s = S()
   setloc()
-  return mk(C.cute_ir_sreg(s.ir, r), T.I32, div)
+  local ref = C.cute_ir_sreg(s.ir, r)
+  local v = mk(ref, C.cute_ir_value_type(s.ir, ref), div)
+  if v.t ~= T.I32 then v = tr.cvt(v, T.I32) end
+  return v
 end
 
 local function sreg3(base)
@@ -45,14 +49,13 @@ function arch.warp_idx()
   return tr.binop(OP.DIV, lin, 32)
 end
 function arch.smid() return sreg(C.CUTE_SREG_SMID) end
-function arch.clock64()
+local function sreg64(r)
   local s = S(); setloc()
-  return mk(C.cute_ir_sreg(s.ir, C.CUTE_SREG_CLOCK64), T.I64)
+  local ref = C.cute_ir_sreg(s.ir, r)
+  return mk(ref, C.cute_ir_value_type(s.ir, ref))
 end
-function arch.globaltimer()
-  local s = S(); setloc()
-  return mk(C.cute_ir_sreg(s.ir, C.CUTE_SREG_GLOBALTIMER), T.I64)
-end
+function arch.clock64() return sreg64(C.CUTE_SREG_CLOCK64) end
+function arch.globaltimer() return sreg64(C.CUTE_SREG_GLOBALTIMER) end
 
 local function chk(ref)
   if ref == 0 and C.cute_ir_status(tr.state().ir, nil) ~= 0 then tr.ir_fail() end

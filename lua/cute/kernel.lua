@@ -143,6 +143,7 @@ function Kernel:trace(...)
   local plan = {} -- per kernel parameter: { kind = "ptr"|"scalar"|"dim", arg = i, ... }
   local ok, err = xpcall(function()
     C.cute_ir_func(ir, self.name, C.CUTE_FN_KERNEL, T.VOID or 1)
+    if os.getenv("CUTE_NOCHECK") then C.cute_ir_set_checks(ir, 0) end
     if self.opts.max_threads or self.opts.min_blocks then
       C.cute_ir_launch_bounds(ir, self.opts.max_threads or 0, self.opts.min_blocks or 0)
     end
@@ -206,6 +207,7 @@ function Kernel:trace(...)
   end)
   if not ok then
     tr.abort(prev)
+    if os.getenv("CUTE_DUMP_IR") then io.stderr:write(ffi.string(C.cute_ir_print(ir)), "\n") end
     error(err, 0)
   end
   local fine, ferr = tr.finish(prev)
@@ -253,12 +255,14 @@ end
 
 -- Stages as text for given arguments (no GPU needed with cute.tensor_spec).
 function Kernel:ir(...)
+  self._noalias = true
   local ir = self:trace(...)
   return ffi.string(C.cute_ir_print(ir))
 end
 
 -- k:compile(args...) -> { ir = text, llvm = text, ptx = text, cubin = bool, info = {...}, times = {...} }
 function Kernel:compile(...)
+  self._noalias = true
   local ir = self:trace(...)
   local cc, arch = compile_ir(self, ir, self.opts.cubin ~= false and C.cute_ptxas_path() ~= nil)
   local info = ffi.new("cute_kernel_info")

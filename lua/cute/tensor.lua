@@ -42,17 +42,19 @@ local function iv(x) -- number or Value -> same, checking integer-ness
   fail("index must be an integer or a traced integer, got " .. type(x) .. " " .. tostring(x))
 end
 
+-- (never compare a possibly-traced value with == here: that emits IR)
+local function isn(x, v) return type(x) == "number" and x == v end
 local function iadd(a, b)
   if type(a) == "number" and type(b) == "number" then return a + b end
-  if a == 0 then return b end
-  if b == 0 then return a end
+  if isn(a, 0) then return b end
+  if isn(b, 0) then return a end
   return a + b
 end
 local function imul(a, b)
   if type(a) == "number" and type(b) == "number" then return a * b end
-  if a == 0 or b == 0 then return 0 end
-  if a == 1 then return b end
-  if b == 1 then return a end
+  if isn(a, 0) or isn(b, 0) then return 0 end
+  if isn(a, 1) then return b end
+  if isn(b, 1) then return a end
   return a * b
 end
 local function idiv(a, b)
@@ -60,12 +62,12 @@ local function idiv(a, b)
     local q = a / b
     return q >= 0 and math.floor(q) or math.ceil(q)
   end
-  if b == 1 then return a end
+  if isn(b, 1) then return a end
   return tr.binop(tr.OP.DIV, a, b)
 end
 local function imod(a, b)
   if type(a) == "number" and type(b) == "number" then return math.fmod(a, b) end
-  if b == 1 then return 0 end
+  if isn(b, 1) then return 0 end
   return tr.binop(tr.OP.REM, a, b)
 end
 local function iceil_div(a, b)
@@ -98,7 +100,7 @@ end
 -- crd2idx for a (possibly traced) coordinate
 local function crd2idx(c, s, d)
   if type(c) == "table" and not is_value(c) then
-    if c == _ then fail("crd2idx: '_' is only allowed when slicing") end
+    if rawequal(c, _) then fail("crd2idx: '_' is only allowed when slicing") end
     if type(s) ~= "table" then
       if #c == 1 then return crd2idx(c[1], s, d) end
       fail(("coordinate %s does not match a mode of shape %s"):format(lay.describe(c), lay.describe(s)))
@@ -142,7 +144,7 @@ M.layout_str = layout_str
 -- slice a layout with a coordinate that contains cute._ : returns the layout of
 -- the '_' modes (flattened one level, as CuTe's slice) and the offset of the rest.
 local function slice(c, s, d, outs, outd)
-  if c == _ then
+  if rawequal(c, _) then
     outs[#outs + 1] = s; outd[#outd + 1] = d
     return 0
   end
@@ -158,7 +160,7 @@ local function slice(c, s, d, outs, outd)
 end
 
 local function has_under(c)
-  if c == _ then return true end
+  if rawequal(c, _) then return true end
   if type(c) == "table" and not is_value(c) then
     for i = 1, #c do if has_under(c[i]) then return true end end
   end
@@ -278,7 +280,7 @@ end
 
 local function index_offset(T, k)
   local L = T.layout
-  if type(k) == "table" and not is_value(k) and #k == 0 and k ~= _ then
+  if type(k) == "table" and #k == 0 and not rawequal(k, _) then
     fail("empty coordinate {}")
   end
   return crd2idx(k, L.shape, L.stride)
@@ -393,7 +395,7 @@ function M.local_tile(T, tiler, coord)
   local r0 = rank_of(Z.shape[1])
   local r1 = rank_of(Z.shape[2])
   local c = coord
-  if type(c) ~= "table" or is_value(c) or c == _ then c = { c } end
+  if type(c) ~= "table" or rawequal(c, _) then c = { c } end
   if type(Z.shape[2]) ~= "table" then
     if #c ~= 1 then fail(("local_tile: coordinate %s for a single rest mode"):format(lay.describe(coord))) end
     c = c[1]
@@ -403,7 +405,7 @@ function M.local_tile(T, tiler, coord)
         lay.describe(coord), M.describe(Z.shape[2])))
     end
     local cc = {}
-    for i = 1, r1 do cc[i] = c[i] == nil and _ or c[i] end
+    for i = 1, r1 do if c[i] == nil then cc[i] = _ else cc[i] = c[i] end end
     c = cc
   end
   local tile_c = type(Z.shape[1]) == "table" and under_list(r0) or _
