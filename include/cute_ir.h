@@ -209,6 +209,13 @@ int cute_ir_value_op(cute_ir *ir, int32_t v);
 int32_t cute_ir_count(cute_ir *ir);
 const char *cute_ir_op_name(int op);
 int cute_ir_op_lookup(const char *name);
+/* Operand count range of op (-1 if op is unknown). */
+int cute_ir_op_arity(int op, int *min_args, int *max_args);
+/* Key of immediate slot 0/1 of op as printed ("hint", "align", "mode"...), NULL if unused. */
+const char *cute_ir_imm_key(int op, int slot);
+/* Value of a named immediate ("nc", "bfly", "tid.x", "full"...) of slot 0/1 of op;
+   0 and *out on success, -1 if the name is unknown there. */
+int cute_ir_imm_lookup(int op, int slot, const char *name, int64_t *out);
 
 /* ---- text ------------------------------------------------------------------- */
 /* The whole context as text, owned by the context, valid until the next print. */

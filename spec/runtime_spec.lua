@@ -548,7 +548,8 @@ describe("cute.runtime on a GPU", function()
 
   gpu_it("loads a PTX module and launches it (grid, block, stream)", function()
     local f = kernels()
-    assert.is_truthy(mod.info_log:find("add1", 1, true), mod.info_log)
+    assert.is_string(mod.info_log)   -- empty when the driver's JIT cache had this PTX
+    if mod.info_log ~= "" then assert.is_truthy(mod.info_log:find("add1", 1, true), mod.info_log) end
     local n = 1000003
     local vals = {}
     for i = 1, n do vals[i] = (i % 977) * 0.25 end

@@ -848,6 +848,27 @@ int cute_ir_op_lookup(const char *name) {
   return -1;
 }
 
+int cute_ir_op_arity(int op, int *min_args, int *max_args) {
+  if (op < 0 || op >= IR_NOPS) return -1;
+  if (min_args) *min_args = ir_ops[op].min_args;
+  if (max_args) *max_args = ir_ops[op].max_args;
+  return 0;
+}
+const char *cute_ir_imm_key(int op, int slot) {
+  if (op < 0 || op >= IR_NOPS || slot < 0 || slot > 1) return NULL;
+  int k = slot ? ir_ops[op].k2 : ir_ops[op].k1;
+  return k == IK_NONE ? NULL : ir_immk[k].key;
+}
+int cute_ir_imm_lookup(int op, int slot, const char *name, int64_t *out) {
+  if (op < 0 || op >= IR_NOPS || slot < 0 || slot > 1 || !name) return -1;
+  int k = slot ? ir_ops[op].k2 : ir_ops[op].k1;
+  if (k == IK_UNROLL && !strcmp(name, "full")) { if (out) *out = CUTE_UNROLL_FULL; return 0; }
+  if (k == IK_UNROLL && !strcmp(name, "disable")) { if (out) *out = CUTE_UNROLL_DISABLE; return 0; }
+  for (int i = 0; i < ir_immk[k].nnames; i++)
+    if (!strcmp(ir_immk[k].names[i], name)) { if (out) *out = i; return 0; }
+  return -1;
+}
+
 const char *cute_ir_print(cute_ir *ir) {
   if (!ir) return "";
   char *s = ir_print_all(ir);

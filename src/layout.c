@@ -93,16 +93,12 @@ static int cd_int(lctx *c, int64_t a, int64_t b, int64_t *r) {
 
 static int sd_int(lctx *c, int64_t a, int64_t b, int64_t *r) {
   *r = 0;
-  if (a == 0 || b == 0)
-    return lerr(c, CUTE_E_DOMAIN, "shape_div of %lld by %lld is undefined", (long long)a,
-                (long long)b);
+  if (b == 0)
+    return lerr(c, CUTE_E_DOMAIN, "shape_div of %lld by zero", (long long)a);
   if (smod(a, b) != 0 && smod(b, a) != 0)
     return lerr(c, CUTE_E_DOMAIN, "%lld and %lld do not divide each other",
                 (long long)a, (long long)b);
-  int64_t q = 0;
-  TRY(ck_div(c, a, b, &q));
-  *r = q != 0 ? q : ((a > 0) == (b > 0) ? 1 : -1);
-  return 0;
+  return cd_int(c, a, b, r); /* CuTe: (a + b - 1) / b once divisibility holds */
 }
 
 static int fl_cosize(lctx *c, const flat *f, int64_t *out) {
@@ -421,11 +417,16 @@ static int inv_prep(lctx *c, const cute_value *v, int i, flat *C, int64_t *pre, 
   int R = C->n;
   pre[0] = 1;
   for (int k = 0; k < R; k++) TRY(ck_mul(c, pre[k], C->s[k], &pre[k + 1]));
-  for (int k = 0; k < R; k++) { /* stable insertion sort by stride */
-    int j = k;
-    while (j > 0 && C->d[ord[j - 1]] > C->d[k]) { ord[j] = ord[j - 1]; j--; }
-    ord[j] = k;
-  }
+  /* CuTe's SortByKey is an exchange sort on (stride, index) pairs; it is not
+     stable, and ties (non-injective layouts) follow its exact swap order. */
+  for (int k = 0; k < R; k++) ord[k] = k;
+  for (int a = 0; a < R; a++)
+    for (int b = a + 1; b < R; b++)
+      if (C->d[ord[b]] < C->d[ord[a]]) {
+        int t = ord[a];
+        ord[a] = ord[b];
+        ord[b] = t;
+      }
   return 0;
 }
 

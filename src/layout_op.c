@@ -1,4 +1,47 @@
-/* layout_op.c -- the op table, cute_op dispatch and the crd2idx fast paths. */
+/* layout_op.c -- the op table, cute_op dispatch and the crd2idx fast paths.
+ *
+ * Argument conventions (values are cute_value; "int" = CUTE_V_INT, "tuple" =
+ * CUTE_V_TUPLE, "tiler" = a LAYOUT, INT, TUPLE, TILER or UNDER value):
+ *   size/rank/depth [L or IntTuple]   cosize/shape/stride [L]   get [L|tuple, i]
+ *   crd2idx [crd, shape, stride] or [crd, L]; crd int, tuple (may hold _ = 0)
+ *   idx2crd [idx, shape] | [idx, shape, stride] | [idx, L]; stride int = start
+ *   coalesce/filter [L] | [L, profile]   composition [A, tiler]
+ *   complement [L] | [L, cotarget int|tuple]   right/left_inverse [L]
+ *   *_divide, logical/zipped/tiled/flat_product [A, tiler]
+ *   blocked/raked_product [A, B]: B a layout, an int n (= n:1) or a tuple of
+ *     ints (= its compact column-major layout)
+ *   shape_div/ceil_div [a, b]   prefix_product [a] | [a, init]
+ *   slice [crd, L|IntTuple]   slice_and_offset [crd, L] -> out, out2 = offset
+ *   swizzle [B, M, S, x] | [Sw, x]   composed_layout [Sw o off o L, crd]
+ * Extras:
+ *   make_layout_left/right [shape]: compact column-/row-major (size-1 modes
+ *     get stride 0, as CuTe's compact_major).
+ *   make_ordered_layout [shape, order]: CuTe compact_order; order is an int or
+ *     a tuple that is a prefix of the shape's profile (order leaves may cover
+ *     whole sub-shapes, which are then laid out column-major).
+ *   make_identity_layout [shape]: CuTe's identity layout maps a coordinate to
+ *     itself (strides are basis elements 1@0, 1@1, ...).  cute_value has no
+ *     basis strides, so we represent it by the compact column-major layout over
+ *     the shape, i.e. the layout that maps a coordinate to its colexicographic
+ *     index; idx2crd of that index with the shape recovers the coordinate.
+ *   append/prepend [L, x] | [L, x, n]: add x as a new last/first mode, or pad
+ *     with copies of x up to rank n (unchanged if rank(L) == n).  For a layout
+ *     L, x is a layout or an int n (= make_layout(n)); for an IntTuple, x is an
+ *     int, tuple or _.
+ *   group [L|tuple, b, e]: modes [b, e) become one nested mode.
+ *   flatten [L|IntTuple]   select [L|tuple, i | (i, j, ...)] -> tuple of modes
+ *   max_common_layout [A, B] -> layout   max_common_vector [A, B] -> int
+ *   tile_to_shape [block, shape] | [block, shape, order]
+ *   local_tile [L, tiler, crd] -> out = the tile of zipped_divide(L, tiler) at
+ *     rest coordinate crd (crd int, or a tuple padded with _ to the rank of
+ *     the rest mode), out2 = its offset.  As CuTe's inner_partition: the
+ *     slice is (repeat<R0>(_), crd) with R0 = rank of the tile mode, so a
+ *     rank-1 tile mode comes back wrapped as a 1-tuple.
+ *   local_partition [L, thr_layout, thr_idx] -> CuTe outer_partition:
+ *     zipped_divide(L, product_each(shape(thr)))(thr.get_flat_coord(idx), _...),
+ *     out2 = offset.
+ *   congruent/compatible/weakly_congruent [a, b] (layouts compare shapes) -> int 0/1
+ */
 #include "layout.h"
 
 #include <stdio.h>

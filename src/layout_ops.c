@@ -327,6 +327,8 @@ static int push_unders(lctx *c, cute_value *o, int n) {
   return 0;
 }
 
+/* CuTe inner_partition: zipped_divide(L, T)(repeat<R0>(_), append<R1>(crd, _))
+   for a tuple crd, (repeat<R0>(_), crd) for an integer crd */
 int lo_local_tile(lctx *c, const cute_value *L, const cute_value *T, const cute_value *crd,
                   cute_value *o, int64_t *off) {
   cute_value Z, K;
@@ -334,7 +336,6 @@ int lo_local_tile(lctx *c, const cute_value *L, const cute_value *T, const cute_
   TRY(lo_divide(c, LO_ZIPPED, L, T, &Z));
   int m0 = nd_child(&Z, 0, 0), m1 = nd_child(&Z, 0, 1);
   int R0 = nd_rank(&Z, m0), R1 = nd_rank(&Z, m1);
-  if (T->type == CUTE_V_INT || T->type == CUTE_V_LAYOUT) R0 = 1;
   cv_init(&K, CUTE_V_TUPLE);
   int h;
   TRYB(nb_open(&K, &h));

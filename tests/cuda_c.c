@@ -13,6 +13,7 @@
  */
 #include "cute_cuda.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,46 @@ static const char *PTX_ADD1 =
     "{\n"
     "  ret;\n"
     "}\n";
+
+/* ---- threads: the lazy init races, and a fresh thread launches a kernel
+   loaded by another (its first call has no current context). ---- */
+enum { NTHREADS = 8 };
+static void *g_noop;  /* set by gpu_tests */
+static int thread_status[NTHREADS];
+
+static void *thread_main(void *arg) {
+  int i = (int)(intptr_t)arg;
+  cute_err e;
+  if (g_noop) {
+    int s = cute_cuda_launch(g_noop, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, &e);
+    if (!s) s = cute_cuda_synchronize(&e);
+    uint64_t p = 0;
+    if (!s) s = cute_cuda_malloc(&p, 1 << 20, &e);
+    if (!s) s = cute_cuda_memset_d32(p, (unsigned)i, 1 << 18, NULL, 0, &e);
+    unsigned v = 0;
+    if (!s) s = cute_cuda_memcpy_dtoh(&v, p + 4096, 4, &e);
+    if (!s && v != (unsigned)i) s = -1;
+    if (!s) s = cute_cuda_free(p, &e);
+    thread_status[i] = s;
+  } else {
+    thread_status[i] = cute_cuda_init(&e);
+  }
+  return NULL;
+}
+
+static void run_threads(void) {
+  pthread_t th[NTHREADS];
+  for (int i = 0; i < NTHREADS; i++)
+    pthread_create(&th[i], NULL, thread_main, (void *)(intptr_t)i);
+  for (int i = 0; i < NTHREADS; i++) pthread_join(th[i], NULL);
+}
+
+/* The number of threads whose status differs from want. */
+static int thread_mismatches(int want) {
+  int bad = 0;
+  for (int i = 0; i < NTHREADS; i++) bad += thread_status[i] != want;
+  return bad;
+}
 
 static void no_driver_tests(const cute_err *why) {
   printf("no GPU: %s\n", why->msg);
@@ -271,6 +312,11 @@ static void gpu_tests(void) {
         "bad PTX: INVALID_PTX with the JIT error log", &e);
   printf("        %s\n", e.msg);
 
+  g_noop = noop;
+  run_threads();
+  check(thread_mismatches(0) == 0,
+        "8 threads: launch from a thread without a context, alloc/memset/copy/free", NULL);
+
   /* launch overhead: raw cuLaunchKernel loop vs cute_cuda_launch */
   double raw = 0, wrap = 0, rq = 0, wq = 0;
   cute_cuda_bench_raw_launch(noop, 1000, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, &raw, &rq, &e);
@@ -297,7 +343,13 @@ int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   printf("cuda_c: CUDA runtime layer test\n");
   driver_independent_tests();
+  /* Racing first calls: every thread sees the same init result. */
+  run_threads();
   cute_err why;
+  cute_err init_err;
+  int want = cute_cuda_init(&init_err);
+  check(thread_mismatches(want) == 0, "8 threads race the lazy init and agree on its result",
+        &init_err);
   if (cute_cuda_available(&why)) {
     gpu_tests();
   } else {

@@ -17,7 +17,6 @@ local M = { arch = arch }
 
 local function S()
   tr.need_trace("this cute.arch operation")
-  tr.pending_check()
   return tr.state()
 end
 
@@ -62,7 +61,7 @@ local function chk(ref)
 end
 
 function arch.sync_threads()
-  local s = S(); setloc()
+  local s = S(); tr.pending_check(); setloc()
   chk(C.cute_ir_barrier(s.ir, 0, 0))
 end
 -- named barrier: barrier(id, nthreads)
@@ -263,16 +262,28 @@ function M.bnot(a) S(); return tr.unop(OP.NOT, a) end
 for name, op in pairs({ lt = OP.LT, le = OP.LE, gt = OP.GT, ge = OP.GE, eq = OP.EQ, ne = OP.NE }) do
   M[name] = function(a, b) S(); return tr.cmp_value(op, a, b) end
 end
+local function two_conditions(a, b, what)
+  if type(a) == "boolean" and type(b) == "boolean" then
+    local p = tr.take_pending(2)
+    if p then return p[1], p[2] end
+  end
+  if type(a) == "boolean" and tr.is_value(b) then
+    local p = tr.take_pending(1)
+    if p then return (a and p[1] or tr.unop(OP.NOT, p[1])), b end
+  end
+  return tr.condition(a, what), tr.condition(b, what)
+end
+
 function M.logical_and(a, b)
   S()
-  local x, y = tr.condition(a), tr.condition(b)
+  local x, y = two_conditions(a, b, "cute.logical_and")
   if type(x) == "boolean" then x = tr.const(T.I1, x and 1 or 0) end
   if type(y) == "boolean" then y = tr.const(T.I1, y and 1 or 0) end
   return tr.binop(OP.AND, x, y)
 end
 function M.logical_or(a, b)
   S()
-  local x, y = tr.condition(a), tr.condition(b)
+  local x, y = two_conditions(a, b, "cute.logical_or")
   if type(x) == "boolean" then x = tr.const(T.I1, x and 1 or 0) end
   if type(y) == "boolean" then y = tr.const(T.I1, y and 1 or 0) end
   return tr.binop(OP.OR, x, y)

@@ -260,7 +260,6 @@ end
 M.offset_align = offset_align
 
 local function load_at(T, off)
-  tr.pending_check()
   local S = tr.state()
   local p = element_ptr(T, off)
   setloc()
@@ -268,7 +267,6 @@ local function load_at(T, off)
 end
 
 local function store_at(T, off, v)
-  tr.pending_check()
   local S = tr.state()
   local val = tr.lift(v, T.elem)
   if val.t ~= T.elem then val = tr.cvt(val, T.elem) end
@@ -475,11 +473,7 @@ local function flat_offsets(T, n)
   return offs
 end
 
-local space_cell = ffi.new("int[1]")
-local function ptr_space(S, t)
-  C.cute_ir_type_elem(S.ir, t, space_cell)
-  return space_cell[0]
-end
+local space_num = { generic = 0, global = 1, shared = 3, const = 4, ["local"] = 5 }
 
 local function vec_type(S, elem, v)
   return C.cute_ir_t_vec(S.ir, elem, v)
@@ -489,7 +483,6 @@ end
 -- layouts, runs of contiguous, aligned elements move as 16/8/4-byte vectors.
 function M.copy(src, dst)
   tr.need_trace("cute.copy")
-  tr.pending_check()
   if not (is_tensor(src) and is_tensor(dst)) then fail("cute.copy(src, dst): both must be tensors") end
   local n, m = tsize(src.layout.shape), tsize(dst.layout.shape)
   if type(n) ~= "number" or type(m) ~= "number" then
@@ -525,7 +518,7 @@ function M.copy(src, dst)
       local vt = vec_type(S, src.elem, v)
       local sp = element_ptr(src, so[i])
       local dp = element_ptr(dst, do_[i])
-      local sspace, dspace = ptr_space(S, src.ptr.t), ptr_space(S, dst.ptr.t)
+      local sspace, dspace = space_num[src.space], space_num[dst.space]
       setloc()
       local spv = C.cute_ir_op(S.ir, tr.OP.PTRCAST, C.cute_ir_t_ptr(S.ir, vt, sspace), 1,
         ffi.new("int32_t[1]", sp.ref), 0, 0)

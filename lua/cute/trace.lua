@@ -7,9 +7,10 @@
 --
 -- Lua cannot overload truthiness and coerces comparison results to booleans,
 -- so a comparison of traced values returns `true` and leaves the IR condition
--- *pending*; cute.if_then / cute.select / cute.while_ consume it.  Any other
--- traced operation while a condition is pending means Lua branched on it
--- (`if a < b then`), which raises an error that says what to write instead.
+-- *pending*; cute.if_then / cute.where / cute.while_ consume it.  A comparison
+-- still pending at the next region boundary (a loop, a branch, the end of the
+-- kernel) was used by Lua itself (`if a < b then`): that raises an error at
+-- the comparison's line saying what to write instead.
 local ffi = require("ffi")
 local cf = require("cute.ffi")
 local C = cf.C
@@ -241,7 +242,6 @@ end
 M.OP = OP
 
 local function binop(opc, a, b, divf)
-  pending_check()
   a, b = unify(a, b)
   setloc()
   local ref = C.cute_ir_op2(S.ir, opc, a.ref, b.ref)
@@ -250,7 +250,6 @@ end
 M.binop = binop
 
 local function unop(opc, a)
-  pending_check()
   a = lift(a)
   setloc()
   return mk(C.cute_ir_op1(S.ir, opc, a.ref), a.t)
@@ -280,7 +279,6 @@ end
 V.__mod = function(a, b) return binop(OP.REM, a, b) end
 V.__unm = function(a) return unop(OP.NEG, a) end
 V.__pow = function(a, b)
-  pending_check()
   a, b = unify(a, b)
   if not tinfo[a.t].float then a, b = cvt(a, T_F32), cvt(b, T_F32) end
   setloc()
@@ -295,13 +293,12 @@ end
 
 -- comparisons: emit, leave pending, return true
 local function cmp(opc, a, b)
-  pending_check()
   a, b = unify(a, b)
   local f, l = setloc()
   local ref = C.cute_ir_op2(S.ir, opc, a.ref, b.ref)
   local v = mk(ref, T_I1)
-  S.pending = v
-  S.pending_where = f .. ":" .. l
+  local p = S.pending
+  p[#p + 1] = { v = v, where = f .. ":" .. l }
   return true
 end
 V.__lt = function(a, b) return cmp(OP.LT, a, b) end
@@ -317,19 +314,18 @@ end
 
 -- explicit comparison functions returning Values (usable in variables)
 function M.cmp_value(opc, a, b)
-  pending_check()
   a, b = unify(a, b)
   setloc()
   return mk(C.cute_ir_op2(S.ir, opc, a.ref, b.ref), T_I1)
 end
 
 pending_check = function()
-  if S and S.pending then
-    local w = S.pending_where
-    S.pending = nil
+  if S and #S.pending > 0 then
+    local w = S.pending[1].where
+    S.pending = {}
     error(w .. ": a comparison of traced values was used as a Lua boolean (Lua cannot branch on " ..
       "values known only on the GPU). Write cute.if_then(a < b, function() ... end), " ..
-      "cute.select(a < b, x, y), or keep the condition with cute.lt(a, b) / cute.eq(a, b)", 0)
+      "cute.where(a < b, x, y), or keep the condition with cute.lt(a, b) / cute.eq(a, b)", 0)
   end
 end
 M.pending_check = pending_check
@@ -338,7 +334,6 @@ M.pending_check = pending_check
 -- or return a Lua boolean for compile-time conditions.
 function M.condition(c, what)
   if is_value(c) then
-    if rawequal(S.pending, c) then S.pending = nil end
     pending_check()
     usable(c)
     if c.t ~= T_I1 then return M.cmp_value(OP.NE, c, 0) end
@@ -346,11 +341,19 @@ function M.condition(c, what)
   end
   if type(c) == "boolean" then
     local p = S and S.pending
-    if p then
-      S.pending = nil
-      if c then return p end
+    if p and #p > 0 then
+      if #p > 1 then
+        local w = p[#p].where
+        S.pending = {}
+        error(w .. ": " .. (what or "condition") .. ": several traced comparisons are combined with Lua's " ..
+          "and/or/not, which cannot see traced values: combine them with cute.logical_and(a < b, c < d) / " ..
+          "cute.logical_or", 0)
+      end
+      local pv = p[1].v
+      S.pending = {}
+      if c then return pv end
       setloc()
-      return mk(C.cute_ir_op1(S.ir, OP.NOT, p.ref), T_I1)
+      return mk(C.cute_ir_op1(S.ir, OP.NOT, pv.ref), T_I1)
     end
     return c
   end
@@ -358,11 +361,21 @@ function M.condition(c, what)
     type(c) .. " " .. tostring(c))
 end
 
+-- take the last n pending comparisons (oldest first), for logical_and/or of
+-- two comparisons written inline: cute.logical_and(a < b, c < d)
+function M.take_pending(n)
+  local p = S.pending
+  if #p ~= n then return nil end
+  local r = {}
+  for i = 1, n do r[i] = p[i].v end
+  S.pending = {}
+  return r
+end
+
 -- methods on Values
 function V.to(v, dt)
   local t = type(dt) == "table" and M.dtype_ir[dt.name] or dt
   if not t then fail("to: unknown dtype " .. tostring(dt)) end
-  pending_check()
   return cvt(usable(v), t)
 end
 function V.eq(a, b) return M.cmp_value(OP.EQ, a, b) end
@@ -543,7 +556,6 @@ local Var = {}
 M.Var = Var
 
 local function var_get(v)
-  pending_check()
   if not S.open[v.r] then fail("a cute.var declared inside an ended loop or branch is used here") end
   setloc()
   return mk(C.cute_ir_vget(S.ir, v.ref), v.t, 1)
@@ -555,7 +567,6 @@ Var.__index = function(v, k)
 end
 Var.__newindex = function(v, k, x)
   if k ~= "value" then fail("cute.var: only .value can be assigned (got ." .. tostring(k) .. ")") end
-  pending_check()
   local val = lift(x, v.t)
   if val.t ~= v.t then val = cvt(val, v.t) end
   setloc()
@@ -597,7 +608,7 @@ function M.is_var(x) return getmetatable(x) == Var end
 -- begin(ir): make ir current; returns the previous state (to support nesting).
 function M.begin(ir)
   local prev = S
-  S = { ir = ir, open = { [0] = true }, stack = {}, region = 0, nregion = 0, pending = nil }
+  S = { ir = ir, open = { [0] = true }, stack = {}, region = 0, nregion = 0, pending = {} }
   last_file, last_line = nil, nil
   return prev
 end
@@ -605,8 +616,8 @@ end
 function M.finish(prev)
   local cur = S
   local ok, err = true, nil
-  if cur.pending then
-    ok, err = false, cur.pending_where .. ": a comparison of traced values was used as a Lua boolean " ..
+  if #cur.pending > 0 then
+    ok, err = false, cur.pending[1].where .. ": a comparison of traced values was used as a Lua boolean " ..
       "(Lua cannot branch on values known only on the GPU). Write cute.if_then(a < b, function() ... end)"
   elseif #cur.stack > 0 then
     local top = cur.stack[#cur.stack]
