@@ -37,6 +37,9 @@ local reduce = cute.kernel(function(X, Out)
   end)
 end)
 
+-- benchmarks and specs load the kernel without running the example
+if CUTE_EXAMPLE_LIB then return { kernel = reduce } end
+
 if not ex.gpu() then
   print(reduce:ptx(cute.tensor_spec({ n }, cute.float32), cute.tensor_spec({ 1 }, cute.float32)))
   return

@@ -13,6 +13,9 @@ local saxpy = cute.kernel(function(a, X, Y)
   end)
 end)
 
+-- benchmarks and specs load the kernel without running the example
+if CUTE_EXAMPLE_LIB then return { kernel = saxpy } end
+
 if not ex.gpu() then
   local spec = cute.tensor_spec({ n }, cute.float32)
   print(saxpy:ptx(cute.Float32(2), spec, spec))

@@ -60,6 +60,9 @@ local sgemm = cute.kernel(function(A, B, C)
 end)
 
 local sA_spec = cute.tensor_spec({ M_, K_ }, f32)
+-- benchmarks and specs load the kernel without running the example
+if CUTE_EXAMPLE_LIB then return { kernel = sgemm } end
+
 if not ex.gpu() then
   print(sgemm:ptx(sA_spec, cute.tensor_spec({ K_, N_ }, f32), cute.tensor_spec({ M_, N_ }, f32)))
   return

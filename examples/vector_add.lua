@@ -25,6 +25,9 @@ local vadd = cute.kernel(function(A, B, C)
   end
 end)
 
+-- benchmarks and specs load the kernel without running the example
+if CUTE_EXAMPLE_LIB then return { kernel = vadd } end
+
 if not ex.gpu() then
   local spec = cute.tensor_spec({ n }, cute.float32)
   local r = vadd:compile(spec, spec, spec)

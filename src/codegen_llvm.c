@@ -142,6 +142,7 @@ typedef struct cg {
   LLVMValueRef dynsmem;
   LLVMValueRef vprintf;
   int need_libdevice, ftz;
+  int sm;           /* 80 for sm_80, 90 for sm_90a */
   char *err;
   size_t errcap;
   int failed;
@@ -290,13 +291,13 @@ static void emit_printf(cg *g, const ir_inst *in, const char *fmt, const int32_t
     for (int i = 0; i < n && i < 16; i++) {
       int32_t t = TY(a[i]);
       LLVMValueRef v = V(g, a[i]);
-      if (ir_scalar_class(t) == 3) {
+      if (g->ir->types[t].kind == CUTE_T_PTR) {
+        if (g->ir->types[t].n != 0) v = LLVMBuildAddrSpaceCast(g->B, v, g->tptr, "");
+      } else if (ir_scalar_class(t) == 3) {
         if (t != CUTE_T_F64) v = LLVMBuildFPExt(g->B, v, g->tf64, "");
       } else if (t == CUTE_T_I1 || ir_bits(t) < 32) {
         if (t != CUTE_T_I1 && ir_is_signed(g->ir, t)) v = LLVMBuildSExt(g->B, v, g->ti32, "");
         else v = LLVMBuildZExt(g->B, v, g->ti32, "");
-      } else if (g->ir->types[t].kind == CUTE_T_PTR && g->ir->types[t].n != 0) {
-        v = LLVMBuildAddrSpaceCast(g->B, v, g->tptr, "");
       }
       fv[i] = v;
       ft[i] = LLVMTypeOf(v);
@@ -355,9 +356,18 @@ static LLVMValueRef from_reg(cg *g, int32_t t, LLVMValueRef v) {
 static LLVMValueRef emit_cvt(cg *g, const ir_inst *in, int32_t to, int32_t from, LLVMValueRef v, int rnd) {
   cute_ir *ir = g->ir;
   LLVMTypeRef T = lt(g, to);
-  if (to == from) return v;
+  if (to == from && !rnd) return v;
   int32_t st = ir_scalar_of(ir, to), sf = ir_scalar_of(ir, from);
   int ct = ir_scalar_class(st), cf = ir_scalar_class(sf);
+  if (rnd && ((sf == CUTE_T_BF16 && g->sm < 90) ||
+              (ct == 3 && cf == 3 && st != sf && ir_bits(st) == 16 && ir_bits(sf) == 16))) {
+    /* no direct cvt (bf16 sources before sm_90, f16 <-> bf16): widen exactly to f32 first */
+    return emit_cvt(g, in, to, CUTE_T_F32, LLVMBuildFPExt(g->B, v, g->tf32, ""), rnd);
+  }
+  /* before sm_90 there is no cvt to bf16 from f64 or integers: via f32 (directed
+     roundings compose exactly, rn may round twice) */
+  if (rnd && st == CUTE_T_BF16 && (sf == CUTE_T_F64 || cf != 3) && g->sm < 90)
+    return emit_cvt(g, in, to, CUTE_T_F32, emit_cvt(g, in, CUTE_T_F32, CUTE_T_F64, v, rnd), rnd);
   if (rnd) {
     static const char *const rn[] = {"", "rn", "rz", "rm", "rp"};
     char tmpl[96], cons[16], c1, c2;
@@ -473,7 +483,9 @@ static LLVMValueRef emit_math(cg *g, const ir_inst *in, int op, LLVMValueRef x, 
     }
     case IR_SIN: snprintf(nm, sizeof nm, "llvm.nvvm.sin.approx.%sf", f); return intr(g, in, nm, NULL, 0, args, 1);
     case IR_COS: snprintf(nm, sizeof nm, "llvm.nvvm.cos.approx.%sf", f); return intr(g, in, nm, NULL, 0, args, 1);
-    case IR_TANH: return iasm(g, T, "tanh.approx.f32 $0, $1;", "=f,f", args, 1, 0);
+    case IR_TANH:
+      if (g->sm < 75) break; /* tanh.approx needs sm_75: libdevice below */
+      return iasm(g, T, "tanh.approx.f32 $0, $1;", "=f,f", args, 1, 0);
     case IR_POW: {
       snprintf(nm, sizeof nm, "llvm.nvvm.lg2.approx.%sf", f);
       LLVMValueRef l = intr(g, in, nm, NULL, 0, args, 1);
@@ -591,6 +603,10 @@ static LLVMValueRef emit_atom(cg *g, const ir_inst *in, const int32_t *a) {
   int scope = (int)(in->op == IR_ATOM ? in->imm2 : in->imm);
   int isvec = g->ir->types[e].kind == CUTE_T_VEC;
   LLVMValueRef p = V(g, a[0]);
+  if (isvec && g->ir->types[e].elem == CUTE_T_BF16 && g->sm < 90) {
+    cgfail(g, in, "atom add on bf16x2 needs sm_90 or newer (target sm_%d)", g->sm);
+    return NULL;
+  }
   if (scope == CUTE_SCOPE_GPU && !isvec) {
     if (in->op == IR_CAS) {
       LLVMValueRef x = LLVMBuildAtomicCmpXchg(g->B, p, V(g, a[1]), V(g, a[2]), LLVMAtomicOrderingMonotonic,
@@ -1222,6 +1238,7 @@ static int compile_llvm(cute_ir *ir, const cute_compile_opts *o, cute_compiled *
   g->err = msg;
   g->errcap = cap;
   g->ftz = o && (o->flags & CUTE_C_FTZ);
+  g->sm = atoi(arch + 3);
   g->C = LLVMContextCreate();
   LLVMContextSetDiagnosticHandler(g->C, diag_handler, g);
   g->M = LLVMModuleCreateWithNameInContext("cute", g->C);

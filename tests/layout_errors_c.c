@@ -106,6 +106,139 @@ static void expect(const char *op, const char *a0, const char *a1, int code, con
   if (rc && frag) CHECK(strstr(e.msg, frag) != NULL, "%s: message \"%s\" lacks \"%s\"", op, e.msg, frag);
 }
 
+/* ---- functional properties on random layouts ------------------------------ */
+
+static int64_t ev(const cute_value *L, int64_t i) {
+  int64_t r = -999999;
+  cute_err e;
+  if (cute_layout_crd2idx(L, &i, 1, &r, &e)) return -999999;
+  return r;
+}
+
+static int64_t sz(const cute_value *L) {
+  cute_value o;
+  cute_err e;
+  if (cute_op(CUTE_OP_SIZE, L, 1, &o, NULL, &e)) return -1;
+  return o.node[0].a;
+}
+
+/* random layout text: rank 1..3, depth <= 2, power-of-two shapes (CuTe's
+   admissibility test is exact there, so the functional checks must hold) */
+static void rand_layout(char *buf, size_t cap, int compact) {
+  static const int shp[] = {1, 2, 2, 4, 4, 4, 8};
+  int64_t cur = 1;
+  int rank = 1 + (int)(rnd() % 3), n = 0;
+  char sh[256] = "", st[256] = "";
+  size_t ls = 0, lt = 0;
+  if (rank > 1) { sh[ls++] = '('; st[lt++] = '('; }
+  for (int k = 0; k < rank; k++) {
+    int sub = rnd() % 4 == 0 ? 2 : 1;
+    if (k) { sh[ls++] = ','; st[lt++] = ','; }
+    if (sub > 1) { sh[ls++] = '('; st[lt++] = '('; }
+    for (int q = 0; q < sub; q++) {
+      int s = shp[rnd() % 7];
+      int64_t d = compact ? cur : (int64_t)(rnd() % 4 == 0 ? 0 : (rnd() % 5 == 0 ? cur * 2 : cur));
+      if (q) { sh[ls++] = ','; st[lt++] = ','; }
+      ls += (size_t)snprintf(sh + ls, sizeof sh - ls, "%d", s);
+      lt += (size_t)snprintf(st + lt, sizeof st - lt, "%lld", (long long)d);
+      cur *= s;
+      n++;
+    }
+    if (sub > 1) { sh[ls++] = ')'; st[lt++] = ')'; }
+  }
+  if (rank > 1) { sh[ls++] = ')'; st[lt++] = ')'; }
+  sh[ls] = st[lt] = 0;
+  snprintf(buf, cap, "%s:%s", sh, st);
+}
+
+static void properties(long iters) {
+  char ta[300], tb[300], fr[600];
+  for (long it = 0; it < iters; it++) {
+    cute_value A, B, R, R2, args[2];
+    cute_err e;
+    rand_layout(ta, sizeof ta, rnd() % 2);
+    rand_layout(tb, sizeof tb, rnd() % 2);
+    if (cute_parse(ta, &A, &e) || cute_parse(tb, &B, &e)) { CHECK(0, "gen %s %s", ta, tb); continue; }
+    int64_t na = sz(&A), nb = sz(&B);
+    args[0] = A;
+    args[1] = B;
+    /* coalesce and filter keep the function / the image */
+    if (!cute_op(CUTE_OP_COALESCE, args, 1, &R, NULL, &e))
+      for (int64_t i = 0; i < na; i++)
+        if (ev(&R, i) != ev(&A, i)) { cute_format(&R, fr, sizeof fr); CHECK(0, "coalesce %s -> %s at %lld", ta, fr, (long long)i); break; }
+    /* composition: R(i) == A(B(i)) whenever it is admissible and B's image lies in A */
+    int64_t cb = 0;
+    for (int64_t i = 0; i < nb; i++) if (ev(&B, i) > cb) cb = ev(&B, i);
+    if (cb < na && !cute_op(CUTE_OP_COMPOSITION, args, 2, &R, NULL, &e)) {
+      CHECK(sz(&R) == nb, "composition size %s o %s", ta, tb);
+      for (int64_t i = 0; i < nb; i++)
+        if (ev(&R, i) != ev(&A, ev(&B, i))) {
+          cute_format(&R, fr, sizeof fr);
+          CHECK(0, "composition %s o %s = %s wrong at %lld", ta, tb, fr, (long long)i);
+          break;
+        }
+    }
+    /* right_inverse: A(R(i)) == i */
+    if (!cute_op(CUTE_OP_RIGHT_INVERSE, args, 1, &R, NULL, &e)) {
+      for (int64_t i = 0; i < sz(&R); i++)
+        if (ev(&A, ev(&R, i)) != i) { cute_format(&R, fr, sizeof fr); CHECK(0, "right_inverse %s -> %s at %lld", ta, fr, (long long)i); break; }
+    }
+    /* left_inverse of an injective layout: R(A(i)) == i */
+    if (!cute_op(CUTE_OP_COMPLEMENT, args, 1, &R2, NULL, &e) &&
+        !cute_op(CUTE_OP_LEFT_INVERSE, args, 1, &R, NULL, &e)) {
+      int inj = 1;
+      for (int64_t i = 0; i < na && inj; i++)
+        for (int64_t j = 0; j < i; j++) if (ev(&A, i) == ev(&A, j)) { inj = 0; break; }
+      if (inj)
+        for (int64_t i = 0; i < na; i++)
+          if (ev(&R, ev(&A, i)) != i) { cute_format(&R, fr, sizeof fr); CHECK(0, "left_inverse %s -> %s at %lld", ta, fr, (long long)i); break; }
+      /* complement: images of A and of its complement meet only at 0 */
+      if (inj)
+        for (int64_t j = 1; j < sz(&R2) && j < 64; j++)
+          for (int64_t i = 0; i < na; i++)
+            if (ev(&R2, j) == ev(&A, i)) { cute_format(&R2, fr, sizeof fr); CHECK(0, "complement %s -> %s overlaps", ta, fr); j = 99; break; }
+    }
+    /* logical_divide(A, B) == A o (B, complement(B, size(A))) as functions */
+    if (!cute_op(CUTE_OP_LOGICAL_DIVIDE, args, 2, &R, NULL, &e)) {
+      cute_value T[2], C;
+      char tt[1300];
+      T[0] = B;
+      cute_parse("1", &T[1], &e);
+      T[1].node[0].a = na;
+      if (!cute_op(CUTE_OP_COMPLEMENT, T, 2, &C, NULL, &e)) {
+        char tc[300];
+        cute_format(&C, tc, sizeof tc);
+        /* build (B, C) by text */
+        char sb[300], db[300], sc[300], dc[300];
+        cute_value P;
+        cute_op(CUTE_OP_SHAPE, &B, 1, &P, NULL, &e); cute_format(&P, sb, sizeof sb);
+        cute_op(CUTE_OP_STRIDE, &B, 1, &P, NULL, &e); cute_format(&P, db, sizeof db);
+        cute_op(CUTE_OP_SHAPE, &C, 1, &P, NULL, &e); cute_format(&P, sc, sizeof sc);
+        cute_op(CUTE_OP_STRIDE, &C, 1, &P, NULL, &e); cute_format(&P, dc, sizeof dc);
+        snprintf(tt, sizeof tt, "(%s,%s):(%s,%s)", sb, sc, db, dc);
+        cute_value BC;
+        if (!cute_parse(tt, &BC, &e)) {
+          int64_t n = sz(&R);
+          for (int64_t i = 0; i < n && i < 512; i++)
+            if (ev(&BC, i) < na && ev(&R, i) != ev(&A, ev(&BC, i))) {
+              cute_format(&R, fr, sizeof fr);
+              CHECK(0, "logical_divide %s / %s = %s wrong at %lld", ta, tb, fr, (long long)i);
+              break;
+            }
+        }
+      }
+    }
+    /* crd2idx fast path agrees with cute_op crd2idx for 1-D coordinates */
+    for (int64_t i = 0; i < na && i < 16; i++) {
+      cute_value ca[2], o;
+      cute_parse("0", &ca[0], &e);
+      ca[0].node[0].a = i;
+      ca[1] = A;
+      if (!cute_op(CUTE_OP_CRD2IDX, ca, 2, &o, NULL, &e)) CHECK(o.node[0].a == ev(&A, i), "crd2idx %s", ta);
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   long iters = argc > 1 ? atol(argv[1]) : 3000;
 
@@ -180,6 +313,7 @@ int main(int argc, char **argv) {
     }
     run_all(args, 4);
   }
+  properties(iters);
   cute_err e;
   CHECK(cute_parse(NULL, &args[0], &e) == CUTE_E_ARG, "NULL text");
   CHECK(cute_parse("1", NULL, &e) == CUTE_E_ARG, "NULL out");

@@ -15,10 +15,10 @@ cp -r examples bench spec "$D/"
 mkdir -p "$D/tools" && cp tools/gpu_check.sh "$D/tools/" && (cp tools/fuzz*.lua "$D/tools/" 2>/dev/null || true)
 # busted and its Lua dependencies (pure Lua) and C modules (need only libc)
 for m in busted busted.lua cliargs cliargs.lua dkjson.lua luassert mediator.lua pl say system term; do
-  cp -r "/usr/share/lua/5.1/$m" "$D/share/lua/5.1/"
+  cp -rL "/usr/share/lua/5.1/$m" "$D/share/lua/5.1/"
 done
 for so in lfs.so system term; do
-  cp -r "/usr/lib/x86_64-linux-gnu/lua/5.1/$so" "$D/lib/lua/5.1/"
+  cp -rL "/usr/lib/x86_64-linux-gnu/lua/5.1/$so" "$D/lib/lua/5.1/"
 done
 echo "require('busted.runner')({ standalone = false })" > "$D/bin/busted.lua"
 cat > "$D/bin/busted" <<'EOS'

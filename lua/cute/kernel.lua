@@ -358,21 +358,24 @@ local function dims(x, what)
   if type(x) == "number" then return x, 1, 1 end
   if type(x) == "table" then return x[1] or 1, x[2] or 1, x[3] or 1 end
   if x == nil then return 1, 1, 1 end
-  if tr.is_value(x) then error("cute.kernel launch: " .. what .. " must be Lua numbers, not traced values", 3) end
-  error(("cute.kernel launch: %s must be a number or {x, y, z}, got %s"):format(what, type(x)), 3)
+  if tr.is_value(x) then error(tr.where() .. ": cute.kernel launch: " .. what .. " must be Lua numbers, not traced values", 0) end
+  error(("%s: cute.kernel launch: %s must be a number or {x, y, z}, got %s"):format(tr.where(), what, type(x)), 0)
 end
 
 local function check_dims(gx, gy, gz, bx, by, bz)
   for _, v in ipairs({ gx, gy, gz, bx, by, bz }) do
     if type(v) ~= "number" or v < 1 or v % 1 ~= 0 then
-      error(("cute.kernel launch: grid and block sizes must be positive integers, got grid {%s,%s,%s} block {%s,%s,%s}")
-        :format(tostring(gx), tostring(gy), tostring(gz), tostring(bx), tostring(by), tostring(bz)), 3)
+      error(("%s: cute.kernel launch: grid and block sizes must be positive integers, got grid {%s,%s,%s} block {%s,%s,%s}")
+        :format(tr.where(), tostring(gx), tostring(gy), tostring(gz), tostring(bx), tostring(by), tostring(bz)), 0)
     end
   end
 end
 
 local function do_launch(self, cfg, ...)
   local nargs = select("#", ...)
+  local gx, gy, gz = dims(cfg.grid, "grid")
+  local bx, by, bz = dims(cfg.block, "block")
+  check_dims(gx, gy, gz, bx, by, bz)
   -- find the entry
   local node = self.cache
   for i = 1, nargs do
@@ -399,9 +402,6 @@ local function do_launch(self, cfg, ...)
     node[NIL] = entry
   end
   fill_params(entry, args)
-  local gx, gy, gz = dims(cfg.grid, "grid")
-  local bx, by, bz = dims(cfg.block, "block")
-  check_dims(gx, gy, gz, bx, by, bz)
   local smem = cfg.smem or 0
   if smem > entry.max_dyn_smem then
     if C.cute_cuda_func_set_max_dynamic_smem(entry.fn, smem, cu_err) ~= 0 then cf.raise(2) end
@@ -417,7 +417,7 @@ local function do_launch(self, cfg, ...)
     st = C.cute_cuda_launch(entry.fn, gx, gy, gz, bx, by, bz, smem, stream, entry.params, cu_err)
   end
   if st ~= 0 then
-    error(("cute.kernel %s: launch failed: %s"):format(self.name, ffi.string(cu_err[0].msg)), 2)
+    error(("%s: cute.kernel %s: launch failed: %s"):format(tr.where(), self.name, ffi.string(cu_err[0].msg)), 0)
   end
 end
 

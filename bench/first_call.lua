@@ -1,0 +1,45 @@
+-- bench/first_call.lua: first-call latency of vector add in a fresh process
+-- (trace, IR, LLVM, PTX, cubin or driver JIT, module load, launch), then of a
+-- second new kernel (LLVM warm), then the cost a cached call adds to a launch.
+--   cuteluajit bench/first_call.lua [cubin|ptx]
+local cute = require("cute")
+local mode = arg[1] or "cubin"
+local exdir = (arg[0]:match("(.*/)") or "./") .. "../examples/"
+if not cute.available() then print("needs a GPU"); return end
+
+local n = 2 ^ 20
+-- driver and context first: they are per-process costs, not per-kernel ones
+local A, B, C = cute.zeros({ n }, cute.float32), cute.zeros({ n }, cute.float32), cute.zeros({ n }, cute.float32)
+cute.synchronize()
+
+local function load(name)
+  CUTE_EXAMPLE_LIB = true
+  local k = dofile(exdir .. name .. ".lua").kernel
+  CUTE_EXAMPLE_LIB = nil
+  k.opts.cubin = (mode == "cubin")
+  return k
+end
+
+local function first(label, k, ...)
+  local t0 = cute.now_us()
+  k:launch{ grid = 132, block = 256 }(...)
+  local t1 = cute.now_us()
+  cute.synchronize()
+  print(("%-44s %8.2f ms"):format(label .. " (" .. mode .. ")", (t1 - t0) / 1e3))
+  return (t1 - t0) / 1e3
+end
+
+local cold = first("first call, vector add, cold process", load("vector_add"), A, B, C)
+local saxpy = load("saxpy")
+local warm = first("first call, saxpy, LLVM warm", saxpy, cute.Float32(2), A, B)
+-- cached call: launch cost with a hit vs a raw launch of the same entry
+local vadd = load("vector_add")
+vadd:launch{ grid = 132, block = 256 }(A, B, C)
+cute.synchronize()
+local reps = 2000
+local t0 = cute.now_us()
+for _ = 1, reps do vadd:launch{ grid = 132, block = 256 }(A, B, C) end
+local t1 = cute.now_us()
+cute.synchronize()
+print(("%-44s %8.2f us per launch (incl. the driver's enqueue)"):format("cached call, vector add", (t1 - t0) / reps))
+print(("first_call_ms=%.2f warm_first_call_ms=%.2f"):format(cold, warm))

@@ -1,0 +1,13 @@
+#!/bin/sh
+# All GPU benchmarks in one run (from dist/ or the repo): PyTorch baselines,
+# then ours.  Output under $OUT (or /tmp): baselines.json, bench.log.
+cd "$(dirname "$0")/.." || exit 1
+O=${OUT:-/tmp}
+BIN=${CUTELUAJIT:-./bin/cuteluajit}
+[ -x "$BIN" ] || BIN=build/cuteluajit
+python3 bench/baselines.py > "$O/baselines.json" 2> "$O/baselines.err" || cat "$O/baselines.err"
+cat "$O/baselines.json"
+{
+  for m in cubin ptx; do "$BIN" bench/first_call.lua $m; done
+  "$BIN" bench/kernels.lua "$O/baselines.json"
+} 2>&1 | tee "$O/bench.log"

@@ -1,0 +1,153 @@
+-- bench/kernels.lua: the GPU benchmarks of the tracing DSL (issue 4).
+--   cuteluajit bench/kernels.lua [baselines.json]
+-- Each line prints our figure, the baseline measured in the same run, and the
+-- ratio.  Baselines: a raw C cuLaunchKernel loop in this process (launch
+-- overhead), our runtime's device-to-device copy (transpose), and, when a JSON
+-- file from bench/baselines.py is given, PyTorch's add / sum / softmax / fp32
+-- matmul (cuBLAS) timed on the same GPU in the same run.
+local cute = require("cute")
+local ffi = require("ffi")
+local C = require("cute.ffi").C
+
+local here = (arg[0]:match("(.*/)") or "./")
+local exdir = here .. "../examples/"
+local ex = dofile(exdir .. "common.lua")
+
+if not cute.available() then
+  print("bench/kernels.lua needs a GPU: " .. select(2, cute.available()))
+  return
+end
+
+-- baselines from PyTorch (optional)
+local base = {}
+if arg[1] then
+  local f = io.open(arg[1])
+  if f then
+    for line in f:lines() do
+      local k, v = line:match('"([%w_]+)"%s*:%s*([%d%.eE+-]+)')
+      if k then base[k] = tonumber(v) end
+    end
+    f:close()
+  end
+end
+
+local function load_example(name, args)
+  local saved = arg
+  arg = args or { [0] = exdir .. name .. ".lua" }
+  arg[0] = exdir .. name .. ".lua"
+  CUTE_EXAMPLE_LIB = true
+  local m = dofile(exdir .. name .. ".lua")
+  CUTE_EXAMPLE_LIB = nil
+  arg = saved
+  return m.kernel
+end
+
+local rows = {}
+local function row(name, ours, unit, basename, baseval, target, higher_is_better)
+  local ratio = baseval and (higher_is_better and ours / baseval or baseval / ours) or nil
+  rows[#rows + 1] = { name, ours, unit, basename or "-", baseval, ratio, target }
+  print(("%-34s %12.3f %-8s %-26s %12s %8s  %s"):format(name, ours, unit, basename or "-",
+    baseval and ("%.3f"):format(baseval) or "-", ratio and ("%.3fx"):format(ratio) or "-", target or ""))
+  io.stdout:flush()
+end
+
+local dev = cute.device(0)
+print(("device: %s, %d SMs, cc %d.%d; %s"):format(dev.name, dev.sm_count, dev.cc[1], dev.cc[2], jit.version))
+print(("%-34s %12s %-8s %-26s %12s %8s  %s"):format("benchmark", "ours", "unit", "baseline", "baseline", "ratio", "target"))
+
+---------------------------------------------------------------------------
+-- 1. launch overhead: k:launch back to back vs raw C cuLaunchKernel
+---------------------------------------------------------------------------
+do
+  local noop = cute.kernel(function(A, flag)
+    local i = cute.arch.thread_idx()
+    cute.if_then(i == flag, function() A[0] = 1.0 end)
+  end, { name = "noop" })
+  local A = cute.zeros({ 16 }, cute.float32)
+  local flag = cute.Int32(123456)
+  local cfg = { grid = 1, block = 32 }
+  noop:launch(cfg)(A, flag)
+  cute.synchronize()
+  local n = 20000
+  local best_lua, best_c = math.huge, math.huge
+  local entry = noop:entry(A, flag)
+  for rep = 1, 5 do
+    local t0 = cute.now_us()
+    local l = noop:launch(cfg)
+    for _ = 1, n do noop:launch(cfg)(A, flag) end
+    local t1 = cute.now_us()
+    cute.synchronize()
+    best_lua = math.min(best_lua, (t1 - t0) / n)
+    local total, enq = ffi.new("double[1]"), ffi.new("double[1]")
+    local err = ffi.new("cute_err[1]")
+    assert(C.cute_cuda_bench_raw_launch(entry.fn, n, 1, 1, 1, 32, 1, 1, 0, nil, entry.params, total, enq, err) == 0,
+      ffi.string(err[0].msg))
+    best_c = math.min(best_c, enq[0] / n)
+  end
+  row("launch overhead k:launch (us)", best_lua, "us", "raw C cuLaunchKernel", best_c, "<= 1.15x raw C")
+end
+
+-- 2. first-call latency: see bench/first_call.lua (needs a fresh process)
+
+---------------------------------------------------------------------------
+-- 3. bandwidth kernels against PyTorch / copy
+---------------------------------------------------------------------------
+local function gbps(bytes, ms) return bytes / ms / 1e6 end
+
+do -- vector add 2^28 fp32
+  local n = 2 ^ 28
+  local vadd = load_example("vector_add")
+  local A, B, Cc = cute.empty({ n }, cute.float32), cute.empty({ n }, cute.float32), cute.empty({ n }, cute.float32)
+  A:fill(1.0); B:fill(2.0)
+  local grid = dev.sm_count * 8
+  local ms = ex.time_ms(function() vadd:launch{ grid = grid, block = 256 }(A, B, Cc) end, 20)
+  row("vector add 2^28 fp32 (GB/s)", gbps(12 * n, ms), "GB/s", "torch.add", base.add_gbps, ">= 0.97x", true)
+  A:free(); B:free(); Cc:free()
+end
+
+do -- reduction 2^28 fp32
+  local n = 2 ^ 28
+  local reduce = load_example("reduce_sum")
+  local X, Out = cute.empty({ n }, cute.float32), cute.zeros({ 1 }, cute.float32)
+  X:fill(1.0)
+  local grid = dev.sm_count * 4
+  local ms = ex.time_ms(function() reduce:launch{ grid = grid, block = 512 }(X, Out) end, 20)
+  row("sum 2^28 fp32 (GB/s)", gbps(4 * n, ms), "GB/s", "torch.sum", base.sum_gbps, ">= 0.9x", true)
+  X:free()
+end
+
+do -- transpose 8192^2 vs device-to-device copy of the same bytes
+  local M_, N_ = 8192, 8192
+  local tr = load_example("transpose", { [1] = tostring(M_), [2] = tostring(N_) })
+  local A, B = cute.empty({ M_, N_ }, cute.float32), cute.empty({ N_, M_ }, cute.float32)
+  A:fill(1.0)
+  local ms = ex.time_ms(function() tr:launch{ grid = { N_ / 32, M_ / 32 }, block = { 32, 8 } }(A, B) end, 20)
+  local copy_ms = ex.time_ms(function() B:copy_from(A) end, 20)
+  row("transpose 8192^2 fp32 (GB/s)", gbps(8 * M_ * N_, ms), "GB/s", "D2D copy (cuMemcpyDtoD)",
+    gbps(8 * M_ * N_, copy_ms), ">= 0.9x", true)
+  A:free(); B:free()
+end
+
+do -- softmax rows of 4096
+  local R, N = 16384, 4096
+  local sm = load_example("softmax", { [1] = tostring(R), [2] = tostring(N) })
+  local X, Y = cute.empty({ R, N }, cute.float32), cute.empty({ R, N }, cute.float32)
+  X:fill(0.5)
+  local ms = ex.time_ms(function() sm:launch{ grid = R, block = 256 }(X, Y) end, 20)
+  row("softmax 16384x4096 fp32 (GB/s)", gbps(8 * R * N, ms), "GB/s", "torch.softmax", base.softmax_gbps, ">= 1.0x", true)
+  X:free(); Y:free()
+end
+
+do -- SGEMM 4096^3
+  local S = 4096
+  local gemm = load_example("sgemm_tiled", { [1] = tostring(S), [2] = tostring(S), [3] = tostring(S) })
+  local A, B, Cc = cute.empty({ S, S }, cute.float32), cute.empty({ S, S }, cute.float32), cute.empty({ S, S }, cute.float32)
+  A:fill(0.5); B:fill(0.25)
+  local ms = ex.time_ms(function() gemm:launch{ grid = { S / 128, S / 128 }, block = 256 }(A, B, Cc) end, 10)
+  row("sgemm tiled 4096^3 fp32 (TFLOP/s)", 2 * S ^ 3 / ms / 1e9, "TFLOP/s", "cuBLAS fp32 (torch.mm)", base.sgemm_tflops,
+    ">= 0.5x", true)
+  local naive = load_example("sgemm_naive", { [1] = tostring(S), [2] = tostring(S), [3] = tostring(S) })
+  local ms2 = ex.time_ms(function() naive:launch{ grid = { S / 16, S / 16 }, block = { 16, 16 } }(A, B, Cc) end, 3)
+  row("sgemm naive 4096^3 fp32 (TFLOP/s)", 2 * S ^ 3 / ms2 / 1e9, "TFLOP/s", "cuBLAS fp32 (torch.mm)", base.sgemm_tflops,
+    "", true)
+end
