@@ -57,11 +57,13 @@ check-deps:
 # ---- generated ------------------------------------------------------------
 # ffi.cdef text: the CDEF blocks of the public headers.
 lua/cute/cdef.lua: $(wildcard include/*.h) tools/gen_cdef.sh
-	sh tools/gen_cdef.sh include/cute.h $(filter-out include/cute.h,$(wildcard include/*.h)) > $@.tmp && mv $@.tmp $@
+	@echo "  GEN     $@"
+	$(Q)sh tools/gen_cdef.sh include/cute.h $(filter-out include/cute.h,$(wildcard include/*.h)) > $@.tmp && mv $@.tmp $@
 
 # Lua modules embedded into the library (package.preload-style searcher).
 $(B)/lua_embed.c: $(LUA_SRCS) lua/cute/cdef.lua tools/embed_lua.lua | $(B)/obj
-	$(LUAJIT) tools/embed_lua.lua lua $(LUA_SRCS) lua/cute/cdef.lua > $@.tmp && mv $@.tmp $@
+	@echo "  GEN     $@"
+	$(Q)$(LUAJIT) tools/embed_lua.lua lua $(LUA_SRCS) lua/cute/cdef.lua > $@.tmp && mv $@.tmp $@
 
 $(B)/obj $(A)/obj:
 	mkdir -p $@
@@ -72,7 +74,8 @@ $(B)/obj/%.o: src/%.c $(HEADERS) | $(B)/obj check-deps
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(B)/obj/lua_embed.o: $(B)/lua_embed.c
-	$(CC) $(ALL_CFLAGS) -Wno-overlength-strings -c $< -o $@
+	@echo "  CC      $<"
+	$(Q)$(CC) $(ALL_CFLAGS) -Wno-overlength-strings -c $< -o $@
 
 $(B)/obj/main.o: src/main.c $(HEADERS) | $(B)/obj
 	@echo "  CC      $<"
@@ -96,7 +99,8 @@ $(A)/obj/%.o: src/%.c $(HEADERS) | $(A)/obj check-deps
 	$(Q)$(CC) $(ALL_CFLAGS) -O1 $(SAN) -c $< -o $@
 
 $(A)/obj/lua_embed.o: $(B)/lua_embed.c | $(A)/obj
-	$(CC) $(ALL_CFLAGS) -O1 -Wno-overlength-strings -c $< -o $@
+	@echo "  CC      $<"
+	$(Q)$(CC) $(ALL_CFLAGS) -O1 -Wno-overlength-strings -c $< -o $@
 
 $(A)/obj/main.o: src/main.c $(HEADERS) | $(A)/obj
 	@echo "  CC/SAN  $<"
@@ -106,16 +110,35 @@ $(A)/cuteluajit: $(A)/obj/main.o $(ASAN_OBJS)
 	@echo "  LINK    $@"
 	$(Q)$(CXX) $(SAN) -o $@ $^ -Wl,-E $(LUAJIT_A) $(LINK_LLVM)
 
-# ---- C API test and embedding example ------------------------------------------
-$(B)/test_capi: tests/test_capi.c $(B)/libcute.so
-	$(CC) -std=gnu11 $(WARN) -Iinclude -o $@ $< -L$(B) -lcute -Wl,-rpath,'$$ORIGIN'
+# ---- C tests and the embedding example --------------------------------------------
+# The layout and driver tests need no LLVM: built straight from the sources,
+# with ASan and UBSan.  The IR/codegen test links libcute.so.
+LAYOUT_SRCS := src/core.c src/tuple.c $(wildcard src/layout*.c)
+$(B)/test_oracle_c: tests/oracle_c.c $(LAYOUT_SRCS) $(HEADERS) | $(B)/obj
+	@echo "  CC/SAN  $@"
+	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) $(SAN) -Iinclude -o $@ tests/oracle_c.c $(LAYOUT_SRCS)
+
+$(B)/test_layout_errors_c: tests/layout_errors_c.c $(LAYOUT_SRCS) $(HEADERS) | $(B)/obj
+	@echo "  CC/SAN  $@"
+	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) $(SAN) -Iinclude -o $@ tests/layout_errors_c.c $(LAYOUT_SRCS)
+
+$(B)/test_cuda_c: tests/cuda_c.c src/core.c src/cuda.c $(HEADERS) | $(B)/obj
+	@echo "  CC/SAN  $@"
+	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) $(SAN) -Iinclude -o $@ tests/cuda_c.c src/core.c src/cuda.c -ldl -lpthread
+
+$(B)/test_ir_c: tests/ir_c.c $(B)/libcute.so
+	@echo "  CC      $@"
+	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) -Iinclude -o $@ $< -L$(B) -lcute -Wl,-rpath,'$$ORIGIN' -lluajit-5.1
+
+C_TESTS := $(B)/test_oracle_c $(B)/test_layout_errors_c $(B)/test_cuda_c $(B)/test_ir_c
 
 $(B)/embed: examples/embed/embed.c $(B)/libcute.so
-	$(CC) -std=gnu11 $(WARN) -Iinclude -I$(LUAJIT_INC) -o $@ $< -L$(B) -lcute \
+	@echo "  CC      $@"
+	$(Q)$(CC) -std=gnu11 $(WARN) -Iinclude -I$(LUAJIT_INC) -o $@ $< -L$(B) -lcute \
 	    -Wl,-rpath,'$$ORIGIN' -lluajit-5.1
 
 # ---- tests -------------------------------------------------------------------
-test: all $(B)/test_capi $(B)/embed $(A)/cuteluajit
+test: all $(C_TESTS) $(B)/embed $(A)/cuteluajit
 	sh tools/run_tests.sh
 
 test-asan: all $(A)/cuteluajit

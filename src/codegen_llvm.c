@@ -95,7 +95,8 @@ static LLVMTargetMachineRef get_tm(const char *cpu, const char *feat, int level,
 }
 
 /* libdevice bitcode, read once (kept for the life of the process). */
-static LLVMMemoryBufferRef libdevice_buf;
+static char *libdevice_bytes;
+static size_t libdevice_size;
 static char libdevice_path[512];
 
 static const char *find_libdevice(const char *given) {
@@ -367,7 +368,7 @@ static LLVMValueRef emit_cvt(cg *g, const ir_inst *in, int32_t to, int32_t from,
   /* before sm_90 there is no cvt to bf16 from f64 or integers: via f32 (directed
      roundings compose exactly, rn may round twice) */
   if (rnd && st == CUTE_T_BF16 && (sf == CUTE_T_F64 || cf != 3) && g->sm < 90)
-    return emit_cvt(g, in, to, CUTE_T_F32, emit_cvt(g, in, CUTE_T_F32, CUTE_T_F64, v, rnd), rnd);
+    return emit_cvt(g, in, to, CUTE_T_F32, emit_cvt(g, in, CUTE_T_F32, from, v, rnd), rnd);
   if (rnd) {
     static const char *const rn[] = {"", "rn", "rz", "rm", "rp"};
     char tmpl[96], cons[16], c1, c2;
@@ -1159,23 +1160,35 @@ static int link_libdevice(cg *g, char *msg, size_t cap) {
              "__nv_* functions");
     return CUTE_E_UNSUPPORTED;
   }
-  if (!libdevice_buf || strcmp(path, libdevice_path)) {
-    LLVMMemoryBufferRef mb;
-    char *em = NULL;
-    if (LLVMCreateMemoryBufferWithContentsOfFile(path, &mb, &em)) {
-      snprintf(msg, cap, "cannot read libdevice %s: %s", path, em ? em : "?");
-      LLVMDisposeMessage(em);
+  if (!libdevice_bytes || strcmp(path, libdevice_path)) {
+    FILE *fp = fopen(path, "rb");
+    char *data = NULL;
+    long n = -1;
+    if (fp && !fseek(fp, 0, SEEK_END) && (n = ftell(fp)) > 0 && !fseek(fp, 0, SEEK_SET)) {
+      data = malloc((size_t)n);
+      if (data && fread(data, 1, (size_t)n, fp) != (size_t)n) { free(data); data = NULL; }
+    }
+    if (fp) fclose(fp);
+    if (!data) {
+      snprintf(msg, cap, "cannot read libdevice %s", path);
       return CUTE_E_LLVM;
     }
-    if (libdevice_buf) LLVMDisposeMemoryBuffer(libdevice_buf);
-    libdevice_buf = mb;
+    free(libdevice_bytes);
+    libdevice_bytes = data;
+    libdevice_size = (size_t)n;
     snprintf(libdevice_path, sizeof libdevice_path, "%s", path);
   }
+  /* Lazy module over the cached bytes; every definition becomes linkonce_odr so
+     the linker pulls in only what our __nv_* declarations reach. */
+  LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange(libdevice_bytes, libdevice_size, "libdevice", 0);
   LLVMModuleRef ld = NULL;
-  if (LLVMParseBitcodeInContext2(g->C, libdevice_buf, &ld)) {
+  if (LLVMGetBitcodeModuleInContext2(g->C, mb, &ld)) {
+    LLVMDisposeMemoryBuffer(mb);
     snprintf(msg, cap, "cannot parse libdevice %.400s%s%.500s", path, g->diag_err ? ": " : "", g->diag);
     return CUTE_E_LLVM;
   }
+  for (LLVMValueRef fn = LLVMGetFirstFunction(ld); fn; fn = LLVMGetNextFunction(fn))
+    if (!LLVMIsDeclaration(fn) && LLVMGetLinkage(fn) == LLVMExternalLinkage) LLVMSetLinkage(fn, LLVMLinkOnceODRLinkage);
   LLVMSetTarget(ld, TRIPLE);
   LLVMSetDataLayout(ld, LLVMGetDataLayoutStr(g->M));
   if (LLVMLinkModules2(g->M, ld)) {

@@ -12,6 +12,8 @@ cp build/cuteluajit "$D/bin/"
 strip "$D/bin/cuteluajit"
 cp -r lua/cute "$D/lua/"
 cp -r examples bench spec "$D/"
+# C tests that run on the GPU host (driver layer)
+cp build/test_cuda_c "$D/bin/" 2>/dev/null || true
 mkdir -p "$D/tools" && cp tools/gpu_check.sh "$D/tools/" && (cp tools/fuzz*.lua "$D/tools/" 2>/dev/null || true)
 # busted and its Lua dependencies (pure Lua) and C modules (need only libc)
 for m in busted busted.lua cliargs cliargs.lua dkjson.lua luassert mediator.lua pl say system term; do

@@ -32,7 +32,7 @@ count_plain() { # programs printing their own "N passed, N failed" last line
   if [ -z "$line" ]; then
     echo "== $label: no summary (exit $rc): counted as 1 failure"; F=$((F + 1)); return
   fi
-  set -- $(echo "$line" | sed -E 's/^([0-9]+) passed, ([0-9]+) failed(, ([0-9]+) skipped)?.*/\1 \2 \3/')
+  set -- $(echo "$line" | sed -E 's/^([0-9]+) passed, ([0-9]+) failed(, ([0-9]+) skipped)?.*/\1 \2 \4/')
   P=$((P + $1)); F=$((F + $2)); S=$((S + ${3:-0}))
   [ "$rc" -ne 0 ] && [ "$2" -eq 0 ] && { echo "== $label: exit $rc"; F=$((F + 1)); }
 }
@@ -40,7 +40,11 @@ count_plain() { # programs printing their own "N passed, N failed" last line
 BUSTED="/usr/bin/busted -o plainTerminal"
 if [ "${TEST_ONLY:-}" != asan ]; then
   count_busted "specs" $B/cuteluajit $BUSTED spec
-  count_plain "C API" $B/test_capi "${ORACLE:-../shared/oracle/layout_public.jsonl}"
+  ORACLE=${CUTE_ORACLE:-../shared/oracle/layout_public.jsonl}
+  count_plain "C layout oracle (ASan)" $B/test_oracle_c "$ORACLE"
+  count_plain "C layout errors (ASan)" $B/test_layout_errors_c
+  count_plain "C CUDA driver layer (ASan)" $B/test_cuda_c
+  count_plain "C IR and codegen" $B/test_ir_c
   count_plain "embed example" $B/embed
 fi
 # Sanitizers: our C code instrumented (LuaJIT itself is not).
