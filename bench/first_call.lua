@@ -13,9 +13,12 @@ local A, B, C = cute.zeros({ n }, cute.float32), cute.zeros({ n }, cute.float32)
 cute.synchronize()
 
 local function load(name)
+  local saved = arg
+  arg = { [0] = exdir .. name .. ".lua" }
   CUTE_EXAMPLE_LIB = true
   local k = dofile(exdir .. name .. ".lua").kernel
   CUTE_EXAMPLE_LIB = nil
+  arg = saved
   k.opts.cubin = (mode == "cubin")
   return k
 end

@@ -8,6 +8,7 @@ BIN=${CUTELUAJIT:-./bin/cuteluajit}
 python3 bench/baselines.py > "$O/baselines.json" 2> "$O/baselines.err" || cat "$O/baselines.err"
 cat "$O/baselines.json"
 {
-  for m in cubin ptx; do "$BIN" bench/first_call.lua $m; done
+  "$BIN" bench/first_call.lua cubin
+  CUDA_CACHE_DISABLE=1 "$BIN" bench/first_call.lua ptx
   "$BIN" bench/kernels.lua "$O/baselines.json"
 } 2>&1 | tee "$O/bench.log"

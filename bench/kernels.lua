@@ -71,6 +71,7 @@ do
   local n = 20000
   local best_lua, best_c = math.huge, math.huge
   local entry = noop:entry(A, flag)
+  if os.getenv("CUTE_JITV") then require("jit.v").on(os.getenv("CUTE_JITV")) end
   for rep = 1, 5 do
     local t0 = cute.now_us()
     local l = noop:launch(cfg)
@@ -84,6 +85,7 @@ do
       ffi.string(err[0].msg))
     best_c = math.min(best_c, enq[0] / n)
   end
+  if os.getenv("CUTE_JITV") then require("jit.v").off() end
   row("launch overhead k:launch (us)", best_lua, "us", "raw C cuLaunchKernel", best_c, "<= 1.15x raw C")
 end
 

@@ -143,6 +143,9 @@ int ir_check_inst(cute_ir *ir, ir_func *f, int32_t ref, ir_scope *sc, char *msg,
   if (n < oi->min_args || n > oi->max_args) return bad(c, "takes %d..%d operands, got %d", oi->min_args, oi->max_args, n);
   if (!ir_type_valid(ir, t)) return bad(c, "bad result type");
   if (oi->flags & OF_RESV) return bad(c, "reserved op, not implemented yet");
+  if ((oi->flags & OF_RES) && t == CUTE_T_VOID) return bad(c, "needs a result type");
+  if (!(oi->flags & OF_RES) && t != CUTE_T_VOID && in->op != IR_IF && in->op != IR_CALL && in->op != IR_ASM)
+    return bad(c, "has no result (type %s given)", TS(t));
   /* operands: defined before, visible here, with a value */
   for (int i = 0; i < n; i++) {
     int32_t v = a[i];

@@ -11,9 +11,10 @@ mkdir -p "$D/bin" "$D/lua" "$D/share/lua/5.1" "$D/lib/lua/5.1"
 cp build/cuteluajit "$D/bin/"
 strip "$D/bin/cuteluajit"
 cp -r lua/cute "$D/lua/"
-cp -r examples bench spec "$D/"
-# C tests that run on the GPU host (driver layer)
-cp build/test_cuda_c "$D/bin/" 2>/dev/null || true
+cp -r examples bench spec include docs "$D/"
+mkdir -p "$D/tests" && cp tests/cuda_abi.c "$D/tests/"
+# LuaJIT's own tools (jit.v, jit.p, jit.dump) for profiling on the GPU host
+mkdir -p "$D/share/lua/5.1/jit" && cp /usr/share/luajit-2.1.0-beta3/jit/*.lua "$D/share/lua/5.1/jit/"
 mkdir -p "$D/tools" && cp tools/gpu_check.sh "$D/tools/" && (cp tools/fuzz*.lua "$D/tools/" 2>/dev/null || true)
 # busted and its Lua dependencies (pure Lua) and C modules (need only libc)
 for m in busted busted.lua cliargs cliargs.lua dkjson.lua luassert mediator.lua pl say system term; do

@@ -21,7 +21,16 @@ local SECONDS = tonumber(os.getenv("FUZZ_SECONDS") or "20")
 local SEED = tonumber(os.getenv("FUZZ_SEED") or tostring(os.time()))
 local WITH_PTXAS = os.getenv("FUZZ_PTXAS") == "1" and IR.ptxas_path() ~= nil
 math.randomseed(SEED)
-local R = math.random
+-- math.random(m[, n]) can return out-of-range integers in JIT-compiled code
+-- with LuaJIT 2.1.0-beta3: derive integers from the float form instead.
+local rnd, floor = math.random, math.floor
+local function R(a, b)
+  local x = rnd()
+  if not a then return x end
+  if not b then a, b = 1, a end
+  local v = a + floor(x * (b - a + 1))
+  return v > b and b or v
+end
 
 local passed, failed, cases = 0, 0, 0
 local counts = { build = 0, wild = 0, text = 0, compiled = 0, rejected = 0 }
@@ -47,6 +56,7 @@ local function gen_kernel()
   local pool = {}        -- type name -> list of refs usable here
   local scopes = { {} }  -- per open region: list of {type, ref} added (to drop on close)
   local function add(t, r)
+    assert(type(r) == "number" and r ~= 0, "generator: no value")
     pool[t] = pool[t] or {}
     table.insert(pool[t], r)
     table.insert(scopes[#scopes], { t, r })
@@ -60,7 +70,12 @@ local function gen_kernel()
   end
   local function val(t)
     local l = pool[t]
-    if l and #l > 0 and R() < 0.8 then return l[R(#l)] end
+    if l and #l > 0 and R() < 0.8 then
+      local i = R(#l)
+      local v = l[i]
+      if v == nil then error(("generator: pool %s[%d] of %d is nil"):format(t, i, #l)) end
+      return v
+    end
     if t == "i1" then return m:k("i1", R(0, 1)) end
     if t:sub(1, 1) == "f" or t == "bf16" then return m:k(t, (R() - 0.5) * 100) end
     return m:k(t, R(-100, 100))
@@ -310,7 +325,7 @@ local t_end = os.clock() + SECONDS
 while os.clock() < t_end do
   cases = cases + 1
   local kind = R(1, 10)
-  local ok, err = pcall(function()
+  local ok, err = xpcall(function()
     if kind <= 4 then
       counts.build = counts.build + 1
       local m = gen_kernel()
@@ -328,7 +343,7 @@ while os.clock() < t_end do
       counts.text = counts.text + 1
       text_case(pick(corpus))
     end
-  end)
+  end, os.getenv("FUZZ_TRACE") and debug.traceback or function(e) return e end)
   if not ok then
     -- Lua errors from the generator itself (not crashes): count the builder's
     -- own refusals of generated IR as failures only for the 'build' kind

@@ -342,6 +342,8 @@ local function arg_key(a)
   return a
 end
 
+-- write the launch arguments into the entry's parameter slots (hot path: no
+-- allocation, no varargs: LuaJIT compiles all of it)
 local function fill_params(entry, args)
   local plan, slots, ptrs = entry.plan, entry.slots, entry.ptrs
   for j = 1, entry.n do
@@ -362,45 +364,48 @@ local function dims(x, what)
   error(("%s: cute.kernel launch: %s must be a number or {x, y, z}, got %s"):format(tr.where(), what, type(x)), 0)
 end
 
-local function check_dims(gx, gy, gz, bx, by, bz)
-  for _, v in ipairs({ gx, gy, gz, bx, by, bz }) do
-    if type(v) ~= "number" or v < 1 or v % 1 ~= 0 then
-      error(("%s: cute.kernel launch: grid and block sizes must be positive integers, got grid {%s,%s,%s} block {%s,%s,%s}")
-        :format(tr.where(), tostring(gx), tostring(gy), tostring(gz), tostring(bx), tostring(by), tostring(bz)), 0)
-    end
-  end
+local function bad_dims(gx, gy, gz, bx, by, bz)
+  error(("%s: cute.kernel launch: grid and block sizes must be positive integers, got grid {%s,%s,%s} block {%s,%s,%s}")
+    :format(tr.where(), tostring(gx), tostring(gy), tostring(gz), tostring(bx), tostring(by), tostring(bz)), 0)
 end
 
-local function do_launch(self, cfg, ...)
-  local nargs = select("#", ...)
+local function okdim(v) return type(v) == "number" and v >= 1 and v % 1 == 0 end
+
+local function build_entry(self, node, args, nargs)
+  local copy = {}
+  for i = 1, nargs do copy[i] = args[i] end
+  -- tensors passed twice alias: then no noalias
+  local seen, alias = {}, false
+  for i = 1, nargs do
+    local a = copy[i]
+    if is_host_tensor(a) then
+      local p = tonumber(a.ptr or 0)
+      if seen[p] then alias = true end
+      seen[p] = true
+    end
+  end
+  self._noalias = not alias
+  local entry = self:_build(copy, nargs)
+  node[NIL] = entry
+  return entry
+end
+
+-- args: a table holding the nargs arguments (reused between calls)
+local function do_launch(self, cfg, args, nargs)
   local gx, gy, gz = dims(cfg.grid, "grid")
   local bx, by, bz = dims(cfg.block, "block")
-  check_dims(gx, gy, gz, bx, by, bz)
-  -- find the entry
+  if not (okdim(gx) and okdim(gy) and okdim(gz) and okdim(bx) and okdim(by) and okdim(bz)) then
+    bad_dims(gx, gy, gz, bx, by, bz)
+  end
+  -- find the entry: one table level per argument, keyed by its signature
   local node = self.cache
   for i = 1, nargs do
-    local key = arg_key((select(i, ...)))
+    local key = arg_key(args[i])
     local nx = node[key]
     if not nx then nx = {}; node[key] = nx end
     node = nx
   end
-  local entry = node[NIL]
-  local args = { ... }
-  if not entry then
-    -- tensors passed twice alias: then no noalias
-    local seen, alias = {}, false
-    for i = 1, nargs do
-      local a = args[i]
-      if is_host_tensor(a) then
-        local p = tonumber(a.ptr or 0)
-        if seen[p] then alias = true end
-        seen[p] = true
-      end
-    end
-    self._noalias = not alias
-    entry = self:_build(args, nargs)
-    node[NIL] = entry
-  end
+  local entry = node[NIL] or build_entry(self, node, args, nargs)
   fill_params(entry, args)
   local smem = cfg.smem or 0
   if smem > entry.max_dyn_smem then
@@ -421,20 +426,48 @@ local function do_launch(self, cfg, ...)
   end
 end
 
+-- Up to 16 arguments are passed without varargs (LuaJIT does not compile
+-- varargs forwarded to another call); more go through a table.
+local function call_launch(self, cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...)
+  local args = self._args
+  local n = 16
+  if select("#", ...) > 0 then
+    args = { a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ... }
+    return do_launch(self, cfg, args, #args)
+  end
+  args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8] = a1, a2, a3, a4, a5, a6, a7, a8
+  args[9], args[10], args[11], args[12], args[13], args[14], args[15], args[16] =
+    a9, a10, a11, a12, a13, a14, a15, a16
+  while n > 0 and args[n] == nil do n = n - 1 end
+  do_launch(self, cfg, args, n)
+  for i = 1, n do args[i] = nil end -- do not keep tensors alive
+end
+
+local Launcher = {}
+Launcher.__call = function(l, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...)
+  if select("#", ...) > 0 then return call_launch(l.k, l.cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...) end
+  return call_launch(l.k, l.cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
+end
+
 -- k:launch(cfg) returns a callable taking the kernel's arguments.
 function Kernel:launch(cfg)
   if type(cfg) ~= "table" then error("k:launch{grid = ..., block = ...}: expected a table", 2) end
   local l = self._launcher
   if not l then
-    l = setmetatable({ k = self }, { __call = function(lc, ...) return do_launch(lc.k, lc.cfg, ...) end })
+    l = setmetatable({ k = self }, Launcher)
     self._launcher = l
+    self._args = {}
   end
   l.cfg = cfg
   return l
 end
 
 -- direct form: k(cfg, args...)
-Kernel.__call = function(self, cfg, ...) return do_launch(self, cfg, ...) end
+Kernel.__call = function(self, cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...)
+  if not self._args then self._args = {} end
+  if select("#", ...) > 0 then return call_launch(self, cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...) end
+  return call_launch(self, cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
+end
 
 -- the loaded entry for args (compiling if needed), e.g. to read attributes
 function Kernel:entry(...)
