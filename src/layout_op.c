@@ -170,6 +170,20 @@ static int want_shape(lctx *c, const cute_value *args, int k) {
   return 0;
 }
 
+/* tiler argument: a layout, _, or ints / tuples / layouts whose integer
+   tiles are positive */
+static int want_tiler(lctx *c, const cute_value *args, int k) {
+  TRY(want(c, args, k, M_LAYOUT | M_INT | M_TUPLE | M_TILER | M_UNDER,
+           "a layout, an integer, a tuple or a tiler"));
+  const cute_value *v = &args[k];
+  if (v->type == CUTE_V_LAYOUT) return 0;
+  for (int q = 0; q < v->n; q++)
+    if (v->node[q].kind == CUTE_N_INT && v->node[q].a <= 0)
+      return lerr(c, CUTE_E_DOMAIN, "argument %d: tile size %lld must be positive", k + 1,
+                  (long long)v->node[q].a);
+  return 0;
+}
+
 static int want_ints(lctx *c, const cute_value *args, int k) {
   TRY(want(c, args, k, M_INT | M_TUPLE, "an integer or a tuple"));
   if (nd_has_under(&args[k], 0))
@@ -271,7 +285,7 @@ static int op_append(lctx *c, const cute_value *L, const cute_value *X, int has_
 
 static int dispatch(lctx *c, int op, const cute_value *a, int na, cute_value *o,
                     cute_value *o2) {
-  const int LAY = M_LAYOUT, TIL = M_LAYOUT | M_INT | M_TUPLE | M_TILER | M_UNDER;
+  const int LAY = M_LAYOUT;
   int64_t x = 0;
   switch (op) {
   case CUTE_OP_SIZE:
@@ -316,8 +330,9 @@ static int dispatch(lctx *c, int op, const cute_value *a, int na, cute_value *o,
     cv_init(o, a[0].type);
     TRYB(nb_copy(o, a, ci));
     if (a[0].type != CUTE_V_LAYOUT) {
-      if (a[0].type == CUTE_V_TILER && o->node[0].kind == CUTE_N_TUPLE) return 0;
       fix_it_type(o);
+      for (int k = 0; k < o->n; k++)
+        if (o->node[k].kind == CUTE_N_LAYOUT) o->type = CUTE_V_TILER;
     }
     return 0;
   }
@@ -364,7 +379,7 @@ static int dispatch(lctx *c, int op, const cute_value *a, int na, cute_value *o,
     return lay_coalesce_p(c, a, 0, na == 2 ? &a[1] : NULL, 0, op == CUTE_OP_FILTER, o);
   case CUTE_OP_COMPOSITION:
     TRY(want(c, a, 0, LAY, "a layout"));
-    TRY(want(c, a, 1, TIL, "a layout, an integer, a tuple or a tiler"));
+    TRY(want_tiler(c, a, 1));
     cv_init(o, CUTE_V_LAYOUT);
     if (a[1].type == CUTE_V_LAYOUT) return lay_composition(c, a, 0, &a[1], 0, o);
     return lay_compose_tiler(c, a, 0, &a[1], 0, o);
@@ -385,7 +400,7 @@ static int dispatch(lctx *c, int op, const cute_value *a, int na, cute_value *o,
   case CUTE_OP_TILED_DIVIDE:
   case CUTE_OP_FLAT_DIVIDE:
     TRY(want(c, a, 0, LAY, "a layout"));
-    TRY(want(c, a, 1, TIL, "a layout, an integer, a tuple or a tiler"));
+    TRY(want_tiler(c, a, 1));
     cv_init(o, CUTE_V_LAYOUT);
     return lo_divide(c, op - CUTE_OP_LOGICAL_DIVIDE, &a[0], &a[1], o);
   case CUTE_OP_LOGICAL_PRODUCT:
@@ -395,7 +410,7 @@ static int dispatch(lctx *c, int op, const cute_value *a, int na, cute_value *o,
   case CUTE_OP_BLOCKED_PRODUCT:
   case CUTE_OP_RAKED_PRODUCT:
     TRY(want(c, a, 0, LAY, "a layout"));
-    TRY(want(c, a, 1, TIL, "a layout, an integer, a tuple or a tiler"));
+    TRY(want_tiler(c, a, 1));
     cv_init(o, CUTE_V_LAYOUT);
     return lo_product(c, op - CUTE_OP_LOGICAL_PRODUCT, &a[0], &a[1], o);
   case CUTE_OP_SHAPE_DIV:
@@ -558,7 +573,7 @@ static int dispatch(lctx *c, int op, const cute_value *a, int na, cute_value *o,
     return lo_tile_to_shape(c, &a[0], &a[1], na == 3 ? &a[2] : NULL, o);
   case CUTE_OP_LOCAL_TILE:
     TRY(want(c, a, 0, LAY, "a layout"));
-    TRY(want(c, a, 1, TIL, "a tiler"));
+    TRY(want_tiler(c, a, 1));
     TRY(want(c, a, 2, M_INT | M_TUPLE, "a coordinate"));
     TRY(lo_local_tile(c, &a[0], &a[1], &a[2], o, &x));
     if (o2) set_int(o2, x);

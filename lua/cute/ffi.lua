@@ -34,6 +34,45 @@ end
 M.C = find_lib()
 M.err = ffi.new("cute_err[1]")
 
+-- The user's location: the innermost frame outside cute's own modules.
+local lib_src_cache = {}
+local function is_lib_source(src)
+  local v = lib_src_cache[src]
+  if v == nil then
+    v = (src:find("^@%[embedded%]/") ~= nil) or (src:find("/lua/cute/[%w_]+%.lua$") ~= nil)
+      or (src:find("^@lua/cute/[%w_]+%.lua$") ~= nil)
+      or (src:sub(1, 1) == "=" and src ~= "=stdin" and src ~= "=(command line)")
+    lib_src_cache[src] = v
+  end
+  return v
+end
+
+function M.user_frame()
+  for level = 3, 60 do
+    local info = debug.getinfo(level, "Sl")
+    if not info then break end
+    if not is_lib_source(info.source) and info.currentline and info.currentline > 0 then
+      return info.short_src, info.currentline
+    end
+  end
+  return "?", 0
+end
+
+function M.where()
+  local f, l = M.user_frame()
+  return f .. ":" .. l
+end
+
+-- Raise msg as a Lua error located at the user's line (any call depth).
+function M.fail(msg)
+  error(M.where() .. ": " .. msg, 0)
+end
+
+-- Raise the C message in M.err, located at the user's line.
+function M.fail_err()
+  M.fail(ffi.string(M.err[0].msg))
+end
+
 -- Raise the message stored in M.err as a Lua error.  `level` is passed to
 -- error() (default 3: the caller of the function that called check).
 function M.raise(level)

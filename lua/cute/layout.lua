@@ -26,6 +26,7 @@ local V_INT, V_TUPLE, V_LAYOUT, V_COMPOSED, V_SWIZZLE, V_TILER, V_UNDER =
   C.CUTE_V_INT, C.CUTE_V_TUPLE, C.CUTE_V_LAYOUT, C.CUTE_V_COMPOSED, C.CUTE_V_SWIZZLE,
   C.CUTE_V_TILER, C.CUTE_V_UNDER
 local MAXN = 128
+local fail = cf.fail
 
 -- The "_" placeholder of tilers and slice coordinates.
 local underscore = setmetatable({}, { __tostring = function() return "_" end, __name = "cute._" })
@@ -52,19 +53,19 @@ local function int_of(x, what)
   local t = type(x)
   if t == "number" then
     if x ~= x or x % 1 ~= 0 or x >= 2^63 or x < -2^63 then
-      error(("%s: %s is not an integer"):format(what, tostring(x)), 0)
+      fail(("%s: %s is not an integer"):format(what, tostring(x)))
     end
     return x
   elseif t == "cdata" and (istype("int64_t", x) or istype("uint64_t", x) or istype("int32_t", x)) then
     return x
   end
-  error(("%s: expected an integer, got %s"):format(what, describe(x)), 0)
+  fail(("%s: expected an integer, got %s"):format(what, describe(x)))
 end
 
 -- Append the tree of Lua value x to cv starting at node index i; returns next index.
 -- mode: "tuple" (ints and _ only) or "tiler" (layouts allowed).
 local function put(cv, i, x, what)
-  if i >= MAXN then error(what .. ": value has more than 128 nodes", 0) end
+  if i >= MAXN then fail(what .. ": value has more than 128 nodes") end
   local nd = cv.node[i]
   if type(x) == "table" then
     if x == underscore then
@@ -74,7 +75,7 @@ local function put(cv, i, x, what)
     local n = #x
     for k in pairs(x) do
       if type(k) ~= "number" or k < 1 or k > n or k % 1 ~= 0 then
-        error(("%s: a tuple must be a Lua sequence, found key %s"):format(what, tostring(k)), 0)
+        fail(("%s: a tuple must be a Lua sequence, found key %s"):format(what, tostring(k)))
       end
     end
     nd.kind = N_TUPLE; nd.a = n; nd.b = 0
@@ -84,10 +85,10 @@ local function put(cv, i, x, what)
     return j
   elseif is_value(x) then
     if x.type ~= V_LAYOUT then
-      error(("%s: %s cannot be used inside a tuple"):format(what, describe(x)), 0)
+      fail(("%s: %s cannot be used inside a tuple"):format(what, describe(x)))
     end
     local n = x.n
-    if i + 1 + n > MAXN then error(what .. ": value has more than 128 nodes", 0) end
+    if i + 1 + n > MAXN then fail(what .. ": value has more than 128 nodes") end
     nd.kind = N_LAYOUT; nd.span = n + 1; nd.a = 0; nd.b = 0
     ffi.copy(cv.node + i + 1, x.node, n * NODE)
     return i + 1 + n
@@ -192,8 +193,7 @@ function M.tostring(x)
   local t = type(x)
   if t == "number" and x % 1 == 0 then return ("%d"):format(x) end
   if t == "table" or t == "number" or t == "cdata" then
-    local ok, err = pcall(to_value, fmt_cell, x, "cute.tostring")
-    if not ok then error(err, 2) end
+    to_value(fmt_cell, x, "cute.tostring")
     return format_cv(fmt_cell)
   end
   return tostring(x)
@@ -242,7 +242,7 @@ local function call(name, nargs, a1, a2, a3, a4)
   if nargs >= 4 then to_value(args[3], a4, what) end
   local r = value_t()
   local st = C.cute_op(code, args, nargs, r, out2, cf.err)
-  if st ~= 0 then cf.raise(0) end
+  if st ~= 0 then cf.fail_err() end
   return r
 end
 
@@ -252,17 +252,27 @@ local function result(r)
   return from_value(r)
 end
 
--- Wrap an op with a fixed arity range.
+-- number of arguments up to the last non-nil one (no == on cdata: that would
+-- call their __eq)
+local function count(a1, a2, a3, a4, a5)
+  if type(a5) ~= "nil" then return 5 end
+  if type(a4) ~= "nil" then return 4 end
+  if type(a3) ~= "nil" then return 3 end
+  if type(a2) ~= "nil" then return 2 end
+  if type(a1) ~= "nil" then return 1 end
+  return 0
+end
+
+-- Wrap an op with a fixed arity range (no varargs, no pcall: the JIT compiles it;
+-- errors are located at the user's line by cf.fail).
 local function def(name, minargs, maxargs, lname)
-  M[lname or name] = function(...)
-    local n = select("#", ...)
+  M[lname or name] = function(a1, a2, a3, a4, a5)
+    local n = count(a1, a2, a3, a4, a5)
     if n < minargs or n > maxargs then
-      error(("cute.%s: expected %s argument(s), got %d"):format(name,
-        minargs == maxargs and minargs or (minargs .. " to " .. maxargs), n), 2)
+      fail(("cute.%s: expected %s argument(s), got %d"):format(name,
+        minargs == maxargs and minargs or (minargs .. " to " .. maxargs), n))
     end
-    local ok, r = pcall(call, name, n, ...)
-    if not ok then error(r, 2) end
-    return result(r)
+    return result(call(name, n, a1, a2, a3, a4))
   end
 end
 
@@ -288,15 +298,12 @@ for _, d in ipairs({
 
 for _, name in ipairs({ "congruent", "compatible", "weakly_congruent" }) do
   M[name] = function(a, b)
-    local ok, r = pcall(call, name, 2, a, b)
-    if not ok then error(r, 2) end
-    return tonumber(r.node[0].a) ~= 0
+    return tonumber(call(name, 2, a, b).node[0].a) ~= 0
   end
 end
 
 function M.slice_and_offset(crd, L)
-  local ok, r = pcall(call, "slice_and_offset", 2, crd, L)
-  if not ok then error(r, 2) end
+  local r = call("slice_and_offset", 2, crd, L)
   return result(r), tonumber(out2.node[0].a)
 end
 
@@ -342,7 +349,7 @@ function M.make_layout(shape, stride)
   if is_layout(shape) and stride == nil then return shape end
   if stride == nil then
     local ok, r = pcall(call, "make_layout_left", 1, shape)
-    if not ok then error((tostring(r):gsub("make_layout_left", "make_layout")), 2) end
+    if not ok then error((tostring(r):gsub("make_layout_left", "make_layout")), 0) end
     return r
   end
   local L = value_t()
@@ -412,15 +419,11 @@ local function layout_call(L, c, ...)
     return tonumber(i64out[0])
   end
   if ty == V_COMPOSED then
-    local ok, r = pcall(call, "composed_layout", 2, L, c)
-    if not ok then error(r, 2) end
-    return tonumber(r.node[0].a)
+    return tonumber(call("composed_layout", 2, L, c).node[0].a)
   end
   if ty ~= V_LAYOUT then error("cute: " .. describe(L) .. " is not callable", 2) end
   -- hierarchical coordinate: crd2idx(crd, shape, stride)
-  local ok, r = pcall(call, "crd2idx", 3, c, tree_of(L, 0, "a"), tree_of(L, 0, "b"))
-  if not ok then error(r, 2) end
-  return tonumber(r.node[0].a)
+  return tonumber(call("crd2idx", 3, c, tree_of(L, 0, "a"), tree_of(L, 0, "b")).node[0].a)
 end
 
 local function layout_eq(a, b)

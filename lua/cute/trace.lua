@@ -56,28 +56,7 @@ local S = nil -- the current trace: { ir, open = {region ids}, pending, ... }
 function M.active() return S ~= nil end
 function M.state() return S end
 
-local lib_src_cache = {}
-local function is_lib_source(src)
-  local v = lib_src_cache[src]
-  if v == nil then
-    v = (src:find("^@%[embedded%]/") ~= nil) or (src:find("/lua/cute/[%w_]+%.lua$") ~= nil)
-      or src == "=[C]" or src:find("^=") ~= nil and src ~= "=stdin" and src ~= "=(command line)"
-    lib_src_cache[src] = v
-  end
-  return v
-end
-
--- file:line of the innermost frame outside cute's own modules
-local function user_frame()
-  for level = 3, 40 do
-    local info = debug.getinfo(level, "Sl")
-    if not info then break end
-    if not is_lib_source(info.source) and info.currentline and info.currentline > 0 then
-      return info.short_src, info.currentline
-    end
-  end
-  return "?", 0
-end
+local user_frame = cf.user_frame
 M.user_frame = user_frame
 
 local function where()
