@@ -146,6 +146,7 @@ test-asan: all $(A)/cuteluajit
 
 demo: all
 	$(B)/cuteluajit examples/tour.lua
+	$(B)/cuteluajit examples/vector_add.lua
 
 bench: all
 	$(B)/cuteluajit bench/layout.lua

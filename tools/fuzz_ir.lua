@@ -53,27 +53,40 @@ local ARCH = { "sm_80", "sm_90a" }
 -- ---- well-typed random kernels -------------------------------------------------
 local function gen_kernel()
   local m = IR.new()
-  local pool = {}        -- type name -> list of refs usable here
-  local scopes = { {} }  -- per open region: list of {type, ref} added (to drop on close)
+  -- pools keep explicit counts (no #, table.insert/remove: the JIT of LuaJIT
+  -- 2.1.0-beta3 has been seen to leave holes there)
+  local pool = {}        -- type name -> {n = count, refs...} usable here
+  local scopes = { { n = 0 } } -- per open region: the {type, ref} pairs added
   local function add(t, r)
     assert(type(r) == "number" and r ~= 0, "generator: no value")
-    pool[t] = pool[t] or {}
-    table.insert(pool[t], r)
-    table.insert(scopes[#scopes], { t, r })
+    local l = pool[t]
+    if not l then l = { n = 0 }; pool[t] = l end
+    l.n = l.n + 1
+    l[l.n] = r
+    local sc = scopes[scopes.n or #scopes]
+    sc.n = sc.n + 1
+    sc[sc.n] = { t, r }
   end
-  local function open() scopes[#scopes + 1] = {} end
+  scopes.n = 1
+  local function open() scopes.n = scopes.n + 1; scopes[scopes.n] = { n = 0 } end
   local function close()
-    for _, e in ipairs(table.remove(scopes)) do
+    local sc = scopes[scopes.n]
+    scopes[scopes.n] = nil
+    scopes.n = scopes.n - 1
+    for k = 1, sc.n do
+      local e = sc[k]
       local l = pool[e[1]]
-      for i = #l, 1, -1 do if l[i] == e[2] then table.remove(l, i) break end end
+      for i = l.n, 1, -1 do
+        if l[i] == e[2] then l[i] = l[l.n]; l[l.n] = nil; l.n = l.n - 1; break end
+      end
     end
   end
   local function val(t)
     local l = pool[t]
-    if l and #l > 0 and R() < 0.8 then
-      local i = R(#l)
+    if l and l.n > 0 and R() < 0.8 then
+      local i = R(l.n)
       local v = l[i]
-      if v == nil then error(("generator: pool %s[%d] of %d is nil"):format(t, i, #l)) end
+      if v == nil then error(("generator: pool %s[%d] of %d is nil"):format(t, i, l.n)) end
       return v
     end
     if t == "i1" then return m:k("i1", R(0, 1)) end
