@@ -49,9 +49,18 @@ static int traceback(lua_State *L) {
   return 1;
 }
 
+static int show_traceback = 1; /* off in the REPL: the message is enough */
+
+static int message_only(lua_State *L) {
+  if (lua_isnil(L, 1)) return 1;
+  if (!lua_isstring(L, 1) && !(luaL_callmeta(L, 1, "__tostring") && lua_isstring(L, -1)))
+    lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  return 1;
+}
+
 static int docall(lua_State *L, int narg, int nres) {
   int base = lua_gettop(L) - narg;
-  lua_pushcfunction(L, traceback);
+  lua_pushcfunction(L, show_traceback ? traceback : message_only);
   lua_insert(L, base);
   signal(SIGINT, on_sigint);
   int status = lua_pcall(L, narg, nres, base);
@@ -196,6 +205,7 @@ static void print_results(lua_State *L, int base) {
 }
 
 static void repl(lua_State *L) {
+  show_traceback = getenv("CUTE_TRACEBACK") != NULL;
   load_readline();
   char hist[PATH_MAX] = "";
   const char *home = getenv("HOME");

@@ -55,17 +55,20 @@ function M.user_frame()
       return info.short_src, info.currentline
     end
   end
-  return "?", 0
+  return nil, nil
 end
 
+-- "file:line" of the user's code, or nil when there is none (e.g. a REPL tail call)
 function M.where()
   local f, l = M.user_frame()
+  if not f then return nil end
   return f .. ":" .. l
 end
 
 -- Raise msg as a Lua error located at the user's line (any call depth).
 function M.fail(msg)
-  error(M.where() .. ": " .. msg, 0)
+  local w = M.where()
+  error(w and (w .. ": " .. msg) or msg, 0)
 end
 
 -- Raise the C message in M.err, located at the user's line.

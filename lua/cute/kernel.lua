@@ -360,13 +360,13 @@ local function dims(x, what)
   if type(x) == "number" then return x, 1, 1 end
   if type(x) == "table" then return x[1] or 1, x[2] or 1, x[3] or 1 end
   if x == nil then return 1, 1, 1 end
-  if tr.is_value(x) then error(tr.where() .. ": cute.kernel launch: " .. what .. " must be Lua numbers, not traced values", 0) end
-  error(("%s: cute.kernel launch: %s must be a number or {x, y, z}, got %s"):format(tr.where(), what, type(x)), 0)
+  if tr.is_value(x) then error((tr.where()) .. ": cute.kernel launch: " .. what .. " must be Lua numbers, not traced values", 0) end
+  error(("%s: cute.kernel launch: %s must be a number or {x, y, z}, got %s"):format((tr.where()), what, type(x)), 0)
 end
 
 local function bad_dims(gx, gy, gz, bx, by, bz)
   error(("%s: cute.kernel launch: grid and block sizes must be positive integers, got grid {%s,%s,%s} block {%s,%s,%s}")
-    :format(tr.where(), tostring(gx), tostring(gy), tostring(gz), tostring(bx), tostring(by), tostring(bz)), 0)
+    :format((tr.where()), tostring(gx), tostring(gy), tostring(gz), tostring(bx), tostring(by), tostring(bz)), 0)
 end
 
 local function okdim(v) return type(v) == "number" and v >= 1 and v % 1 == 0 end
@@ -422,7 +422,7 @@ local function do_launch(self, cfg, args, nargs)
     st = C.cute_cuda_launch(entry.fn, gx, gy, gz, bx, by, bz, smem, stream, entry.params, cu_err)
   end
   if st ~= 0 then
-    error(("%s: cute.kernel %s: launch failed: %s"):format(tr.where(), self.name, ffi.string(cu_err[0].msg)), 0)
+    error(("%s: cute.kernel %s: launch failed: %s"):format((tr.where()), self.name, ffi.string(cu_err[0].msg)), 0)
   end
 end
 

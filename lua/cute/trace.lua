@@ -59,16 +59,11 @@ function M.state() return S end
 local user_frame = cf.user_frame
 M.user_frame = user_frame
 
-local function where()
-  local f, l = user_frame()
-  return f .. ":" .. l
-end
+local function where() return cf.where() or "?" end
 M.where = where
 
 -- Raise an error located at the user's line.
-local function fail(msg)
-  error(where() .. ": " .. msg, 0)
-end
+local fail = cf.fail
 M.fail = fail
 
 local function ir_fail()
@@ -78,6 +73,7 @@ end
 local last_file, last_line
 local function setloc()
   local f, l = user_frame()
+  if not f then f, l = "?", 0 end
   if l ~= last_line or f ~= last_file then
     last_file, last_line = f, l
     C.cute_ir_set_loc(S.ir, f, l)
