@@ -50,8 +50,12 @@ CUTE_EXAMPLE_LIB = true
 arg[0] = (arg[0]:match("(.*/)") or "./") .. "../examples/vector_add.lua"
 local example = dofile(arg[0]).kernel
 CUTE_EXAMPLE_LIB = nil
-for _, mult in ipairs({ 4, 8, 16, 32 }) do
+for _, mult in ipairs({ 8, 32 }) do
   report("example kernel, grid = SMs x " .. mult, function() example:launch{ grid = dev.sm_count * mult, block = 256 }(A, B, C) end)
+end
+for _, per in ipairs({ 1, 2, 4, 8 }) do
+  local g = n / 4 / 256 / per
+  report(("example kernel, %d float4 per thread (grid %d)"):format(per, g), function() example:launch{ grid = g, block = 256 }(A, B, C) end)
 end
 for _, ilp in ipairs({ 2, 4 }) do
   local k = body_loop(ilp)

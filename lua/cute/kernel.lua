@@ -293,7 +293,11 @@ local u64_arr = ffi.typeof("uint64_t[?]")
 -- load a compiled kernel for the GPU: entry { fn, params, slots, plan }
 function Kernel:_build(args, nargs)
   local rt = require("cute.runtime")
-  rt.init()
+  local ok, why = rt.available()
+  if not ok then
+    cf.fail(("cute.kernel %s: cannot launch without a GPU (%s); k:compile(args) and k:ir(args) work " ..
+      "without one"):format(self.name, tostring(why)))
+  end
   local ir, plan = self:trace(unpack(args, 1, nargs))
   local use_cubin = self.opts.cubin
   if use_cubin == nil then use_cubin = M.default_cubin end
@@ -307,9 +311,9 @@ function Kernel:_build(args, nargs)
     image = C.cute_compiled_ptx(cc); size = #ffi.string(image); is_ptx = 1
   end
   local mod = ffi.new("void*[1]")
-  if C.cute_cuda_module_load(image, size, is_ptx, mod, nil, 0, cu_err) ~= 0 then cf.raise(0) end
+  if C.cute_cuda_module_load(image, size, is_ptx, mod, nil, 0, cu_err) ~= 0 then cf.fail_err() end
   local fnp = ffi.new("void*[1]")
-  if C.cute_cuda_module_get_function(mod[0], self.name, fnp, cu_err) ~= 0 then cf.raise(0) end
+  if C.cute_cuda_module_get_function(mod[0], self.name, fnp, cu_err) ~= 0 then cf.fail_err() end
   local n = #plan
   local slots = u64_arr(math.max(n, 1))
   local params = void_pp(math.max(n, 1))
@@ -320,7 +324,20 @@ function Kernel:_build(args, nargs)
     if p.kind == "scalar" then ptrs[j] = ffi.cast(scalar_ctype[p.t], slots + (j - 1))
     elseif p.kind == "dim" then ptrs[j] = ffi.cast("int32_t*", slots + (j - 1)) end
   end
+  -- a straight-line parameter writer for this signature (generated once)
+  local lines = {}
+  for j = 1, n do
+    local p = plan[j]
+    if p.kind == "ptr" then lines[#lines + 1] = ("slots[%d] = a%d.ptr"):format(j - 1, p.arg)
+    elseif p.kind == "scalar" then lines[#lines + 1] = ("ptrs[%d][0] = a%d.value"):format(j, p.arg)
+    else lines[#lines + 1] = ("ptrs[%d][0] = a%d.%s[%d]"):format(j, p.arg, p.field, p.d) end
+  end
+  local anames = {}
+  for i = 1, math.max(nargs, 1) do anames[i] = "a" .. i end
+  local fill = assert(loadstring(("return function(slots, ptrs, %s)\n%s\nend"):format(
+    table.concat(anames, ", "), table.concat(lines, "\n")), "=[cute launch fill]"))()
   local entry = { fn = fnp[0], module = mod[0], params = params, slots = slots, plan = plan, ptrs = ptrs,
+    fill = fill,
     n = n, cc = cc, max_dyn_smem = 48 * 1024 }
   self.modules = self.modules or {}
   self.modules[#self.modules + 1] = mod[0]
@@ -340,20 +357,6 @@ local function arg_key(a)
   end
   if a == nil then return NIL end
   return a
-end
-
--- write the launch arguments into the entry's parameter slots (hot path: no
--- allocation, no varargs: LuaJIT compiles all of it)
-local function fill_params(entry, args)
-  local plan, slots, ptrs = entry.plan, entry.slots, entry.ptrs
-  for j = 1, entry.n do
-    local p = plan[j]
-    local a = args[p.arg]
-    local kind = p.kind
-    if kind == "ptr" then slots[j - 1] = a.ptr
-    elseif kind == "scalar" then ptrs[j][0] = a.value
-    else ptrs[j][0] = a[p.field][p.d] end
-  end
 end
 
 local function dims(x, what)
@@ -406,10 +409,10 @@ local function do_launch(self, cfg, args, nargs)
     node = nx
   end
   local entry = node[NIL] or build_entry(self, node, args, nargs)
-  fill_params(entry, args)
+  entry.fill(entry.slots, entry.ptrs, unpack(args, 1, nargs))
   local smem = cfg.smem or 0
   if smem > entry.max_dyn_smem then
-    if C.cute_cuda_func_set_max_dynamic_smem(entry.fn, smem, cu_err) ~= 0 then cf.raise(2) end
+    if C.cute_cuda_func_set_max_dynamic_smem(entry.fn, smem, cu_err) ~= 0 then cf.fail_err() end
     entry.max_dyn_smem = smem
   end
   local stream = cfg.stream
@@ -426,21 +429,68 @@ local function do_launch(self, cfg, args, nargs)
   end
 end
 
--- Up to 16 arguments are passed without varargs (LuaJIT does not compile
--- varargs forwarded to another call); more go through a table.
-local function call_launch(self, cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...)
-  local args = self._args
-  local n = 16
-  if select("#", ...) > 0 then
-    args = { a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ... }
-    return do_launch(self, cfg, args, #args)
+-- The hot path: for each arity a generated function looks the signature up
+-- (one table level per argument), writes the parameters with the entry's
+-- generated writer and launches; no loops, varargs or allocation, so LuaJIT
+-- compiles it into the caller's trace.  Misses and unusual calls go to
+-- do_launch.
+local fast_launchers = {}
+local function fast_launcher(n)
+  local f = fast_launchers[n]
+  if f then return f end
+  local an = {}
+  for i = 1, n do an[i] = "a" .. i end
+  local as = table.concat(an, ", ")
+  local src = { "local arg_key, NIL, dims, okdim, C, cu_err, do_launch, fail_launch = ...",
+    ("return function(self, cfg%s)"):format(n > 0 and (", " .. as) or ""),
+    "  local node, nx = self.cache" }
+  for i = 1, n do
+    src[#src + 1] = ("  nx = node[arg_key(a%d)]; if not nx then return do_launch(self, cfg, {%s}, %d) end; node = nx")
+      :format(i, as, n)
   end
-  args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8] = a1, a2, a3, a4, a5, a6, a7, a8
-  args[9], args[10], args[11], args[12], args[13], args[14], args[15], args[16] =
-    a9, a10, a11, a12, a13, a14, a15, a16
-  while n > 0 and args[n] == nil do n = n - 1 end
-  do_launch(self, cfg, args, n)
-  for i = 1, n do args[i] = nil end -- do not keep tensors alive
+  src[#src + 1] = ("  local e = node[NIL]; if not e or cfg.cluster or (cfg.smem or 0) > e.max_dyn_smem then return do_launch(self, cfg, {%s}, %d) end")
+    :format(as, n)
+  src[#src + 1] = ("  e.fill(e.slots, e.ptrs%s)"):format(n > 0 and (", " .. as) or "")
+  src[#src + 1] = [[
+  local gx, gy, gz = dims(cfg.grid, "grid")
+  local bx, by, bz = dims(cfg.block, "block")
+  if not (okdim(gx) and okdim(gy) and okdim(gz) and okdim(bx) and okdim(by) and okdim(bz)) then
+    return do_launch(self, cfg, {]] .. as .. "}, " .. n .. [[)
+  end
+  local stream = cfg.stream
+  if type(stream) == "table" then stream = stream.handle end
+  if C.cute_cuda_launch(e.fn, gx, gy, gz, bx, by, bz, cfg.smem or 0, stream, e.params, cu_err) ~= 0 then
+    fail_launch(self)
+  end
+end]]
+  f = assert(loadstring(table.concat(src, "\n"), "=[cute launch " .. n .. "]"))(
+    arg_key, NIL, dims, okdim, C, cu_err, do_launch, function(self)
+      error(("%s: cute.kernel %s: launch failed: %s"):format((tr.where()), self.name, ffi.string(cu_err[0].msg)), 0)
+    end)
+  fast_launchers[n] = f
+  return f
+end
+
+-- number of arguments up to the last non-nil one (type(): no == on cdata)
+local function nargs16(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
+  if type(a16) ~= "nil" then return 16 elseif type(a15) ~= "nil" then return 15
+  elseif type(a14) ~= "nil" then return 14 elseif type(a13) ~= "nil" then return 13
+  elseif type(a12) ~= "nil" then return 12 elseif type(a11) ~= "nil" then return 11
+  elseif type(a10) ~= "nil" then return 10 elseif type(a9) ~= "nil" then return 9
+  elseif type(a8) ~= "nil" then return 8 elseif type(a7) ~= "nil" then return 7
+  elseif type(a6) ~= "nil" then return 6 elseif type(a5) ~= "nil" then return 5
+  elseif type(a4) ~= "nil" then return 4 elseif type(a3) ~= "nil" then return 3
+  elseif type(a2) ~= "nil" then return 2 elseif type(a1) ~= "nil" then return 1 end
+  return 0
+end
+
+local function call_launch(self, cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...)
+  if select("#", ...) > 0 then
+    local args = { a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ... }
+    return do_launch(self, cfg, args, select("#", ...) + 16)
+  end
+  local n = nargs16(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
+  return fast_launcher(n)(self, cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
 end
 
 local Launcher = {}
@@ -456,7 +506,6 @@ function Kernel:launch(cfg)
   if not l then
     l = setmetatable({ k = self }, Launcher)
     self._launcher = l
-    self._args = {}
   end
   l.cfg = cfg
   return l
@@ -464,7 +513,6 @@ end
 
 -- direct form: k(cfg, args...)
 Kernel.__call = function(self, cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...)
-  if not self._args then self._args = {} end
   if select("#", ...) > 0 then return call_launch(self, cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...) end
   return call_launch(self, cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
 end

@@ -406,7 +406,7 @@ local function layout_call(L, c, ...)
   local nextra = select("#", ...)
   if ty == V_LAYOUT and type(c) == "number" and nextra == 0 then
     crdbuf[0] = c
-    if C.cute_layout_crd2idx(L, crdbuf, 1, i64out, cf.err) ~= 0 then cf.raise(3) end
+    if C.cute_layout_crd2idx(L, crdbuf, 1, i64out, cf.err) ~= 0 then cf.fail_err() end
     return tonumber(i64out[0])
   end
   if ty == V_LAYOUT and nextra > 0 then
@@ -415,7 +415,7 @@ local function layout_call(L, c, ...)
     if n > 64 then error("layout call: too many coordinates", 2) end
     crdbuf[0] = c
     for k = 1, nextra do crdbuf[k] = (select(k, ...)) end
-    if C.cute_layout_crd2idx(L, crdbuf, n, i64out, cf.err) ~= 0 then cf.raise(3) end
+    if C.cute_layout_crd2idx(L, crdbuf, n, i64out, cf.err) ~= 0 then cf.fail_err() end
     return tonumber(i64out[0])
   end
   if ty == V_COMPOSED then
