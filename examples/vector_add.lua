@@ -42,8 +42,9 @@ local A = cute.from_host(ha, cute.float32, { n })
 local B = cute.from_host(hb, cute.float32, { n })
 local C = cute.empty({ n }, cute.float32)
 C:fill(0 / 0) -- poison: every element must be written
-local dev = cute.device(0)
-local grid = dev.sm_count * 8
+-- the loop strides by the whole grid; a grid that gives each thread one float4
+-- measured fastest on an H100 (docs/BENCHMARKS.md), any grid is correct
+local grid = math.min(math.ceil(n / 4 / 256), 2 ^ 31 - 1)
 
 local t0 = cute.now_us()
 vadd:launch{ grid = grid, block = 256 }(A, B, C)

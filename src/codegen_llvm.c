@@ -415,9 +415,10 @@ static LLVMValueRef emit_cvt(cg *g, const ir_inst *in, int32_t to, int32_t from,
   /* float -> float */
   if (ir_bits(st) > ir_bits(sf)) return LLVMBuildFPExt(g->B, v, T, "");
   if (ir_bits(st) < ir_bits(sf)) return LLVMBuildFPTrunc(g->B, v, T, "");
-  /* f16 <-> bf16 */
+  /* f16 <-> bf16 (lane-wise for vectors) */
   (void)in;
-  return LLVMBuildFPTrunc(g->B, LLVMBuildFPExt(g->B, v, g->tf32, ""), T, "");
+  LLVMTypeRef mid = ir->types[to].kind == CUTE_T_VEC ? LLVMVectorType(g->tf32, ir->types[to].n) : g->tf32;
+  return LLVMBuildFPTrunc(g->B, LLVMBuildFPExt(g->B, v, mid, ""), T, "");
 }
 
 /* ---- math ------------------------------------------------------------------------------- */

@@ -435,9 +435,8 @@ end
 -- compiles it into the caller's trace.  Misses and unusual calls go to
 -- do_launch.
 local fast_launchers = {}
-local function fast_launcher(n)
-  local f = fast_launchers[n]
-  if f then return f end
+local function make_fast_launcher(n)
+  local f
   local an = {}
   for i = 1, n do an[i] = "a" .. i end
   local as = table.concat(an, ", ")
@@ -470,6 +469,9 @@ end]]
   fast_launchers[n] = f
   return f
 end
+-- (kept separate from make_fast_launcher: a function that creates closures
+-- cannot be compiled by LuaJIT's JIT, and this one is on the hot path)
+local function fast_launcher(n) return fast_launchers[n] or make_fast_launcher(n) end
 
 -- number of arguments up to the last non-nil one (type(): no == on cdata)
 local function nargs16(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
