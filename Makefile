@@ -24,7 +24,7 @@ A := build/asan
 # Evaluated lazily (recipes only): llvm-config may be installed by `make deps`.
 LLVM_CFLAGS   = $(shell $(LLVM_CONFIG) --cflags)
 LLVM_LIBDIR   = $(shell $(LLVM_CONFIG) --libdir)
-LLVM_COMPONENTS := core analysis passes target nvptxcodegen nvptxdesc nvptxinfo
+LLVM_COMPONENTS := core analysis passes target linker bitreader nvptxcodegen nvptxdesc nvptxinfo
 LLVM_LIBS     = $(shell $(LLVM_CONFIG) --link-static --libs $(LLVM_COMPONENTS))
 LLVM_LIBNAMES = $(shell $(LLVM_CONFIG) --link-static --libnames $(LLVM_COMPONENTS) | tr ' ' ':')
 STATIC_SYS    := -static-libstdc++ -static-libgcc -Wl,-Bstatic -lz -lzstd -Wl,-Bdynamic -lrt -ldl -lm -pthread
@@ -150,9 +150,10 @@ demo: all
 
 bench: all
 	$(B)/cuteluajit bench/layout.lua
+	$(B)/cuteluajit bench/compile.lua
 
 fuzz: all $(A)/cuteluajit
-	FUZZ_SECONDS=$${FUZZ_SECONDS:-60} $(A)/cuteluajit tools/fuzz.lua
+	FUZZ_SECONDS=$${FUZZ_SECONDS:-60} $(A)/cuteluajit tools/fuzz_ir.lua
 
 bundle: all
 	sh tools/bundle.sh

@@ -228,7 +228,8 @@ int cute_ir_verify(cute_ir *ir, cute_err *err);
 /* ---- compile ------------------------------------------------------------------ */
 enum { CUTE_C_NO_PTXAS = 1,   /* stop at PTX                              */
        CUTE_C_FTZ = 2,        /* flush f32 denormals to zero              */
-       CUTE_C_NO_VERIFY = 4   /* skip the IR verifier (LLVM's still runs) */ };
+       CUTE_C_NO_VERIFY = 4,  /* skip the IR verifier (LLVM's still runs) */
+       CUTE_C_LINEINFO = 8    /* .file/.loc from cute_ir_set_loc in the PTX, ptxas -lineinfo */ };
 
 typedef struct cute_compile_opts {
   const char *arch;      /* "sm_80", "sm_90a"...; NULL: "sm_90a"          */

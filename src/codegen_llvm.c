@@ -144,11 +144,15 @@ typedef struct cg {
   LLVMValueRef vprintf;
   int need_libdevice, ftz;
   int sm;           /* 80 for sm_80, 90 for sm_90a */
+  int ptx;          /* PTX ISA version (requested, or LLVM's default for sm) */
   char *err;
   size_t errcap;
   int failed;
   char diag[1024];
   int diag_err;
+  /* line info (CUTE_C_LINEINFO) */
+  LLVMDIBuilderRef dib;
+  LLVMMetadataRef cu_file, sp, *scope_of; /* scope_of[string id]: per-file scope in this function */
 } cg;
 
 static int cgfail(cg *g, const ir_inst *in, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -369,6 +373,20 @@ static LLVMValueRef emit_cvt(cg *g, const ir_inst *in, int32_t to, int32_t from,
      roundings compose exactly, rn may round twice) */
   if (rnd && st == CUTE_T_BF16 && (sf == CUTE_T_F64 || cf != 3) && g->sm < 90)
     return emit_cvt(g, in, to, CUTE_T_F32, emit_cvt(g, in, CUTE_T_F32, from, v, rnd), rnd);
+  if (rnd && st == CUTE_T_BF16 && g->sm < 80) {
+    /* no cvt to bf16 before sm_80: rn is LLVM's own conversion, rz truncates the bits */
+    if (sf != CUTE_T_F32) v = emit_cvt(g, in, CUTE_T_F32, from, v, rnd == CUTE_RND_RN ? 0 : rnd);
+    if (rnd == CUTE_RND_RN) return LLVMBuildFPTrunc(g->B, v, T, "");
+    if (rnd == CUTE_RND_RZ) {
+      LLVMValueRef bits = LLVMBuildLShr(g->B, LLVMBuildBitCast(g->B, v, g->ti32, ""), LLVMConstInt(g->ti32, 16, 0), "");
+      LLVMValueRef h = LLVMBuildTrunc(g->B, bits, g->ti16, "");
+      LLVMValueRef nan = LLVMBuildFCmp(g->B, LLVMRealUNO, v, v, "");
+      h = LLVMBuildSelect(g->B, nan, LLVMConstInt(g->ti16, 0x7fc0, 0), h, "");
+      return LLVMBuildBitCast(g->B, h, T, "");
+    }
+    cgfail(g, in, "cvt to bf16 with rounding %s needs sm_80 or newer (target sm_%d)", rnd == CUTE_RND_RM ? "rm" : "rp", g->sm);
+    return LLVMGetUndef(T);
+  }
   if (rnd) {
     static const char *const rn[] = {"", "rn", "rz", "rm", "rp"};
     char tmpl[96], cons[16], c1, c2;
@@ -486,7 +504,7 @@ static LLVMValueRef emit_math(cg *g, const ir_inst *in, int op, LLVMValueRef x, 
     case IR_SIN: snprintf(nm, sizeof nm, "llvm.nvvm.sin.approx.%sf", f); return intr(g, in, nm, NULL, 0, args, 1);
     case IR_COS: snprintf(nm, sizeof nm, "llvm.nvvm.cos.approx.%sf", f); return intr(g, in, nm, NULL, 0, args, 1);
     case IR_TANH:
-      if (g->sm < 75) break; /* tanh.approx needs sm_75: libdevice below */
+      if (g->sm < 75 || g->ptx < 70) break; /* tanh.approx: sm_75 and PTX 7.0, else libdevice */
       return iasm(g, T, "tanh.approx.f32 $0, $1;", "=f,f", args, 1, 0);
     case IR_POW: {
       snprintf(nm, sizeof nm, "llvm.nvvm.lg2.approx.%sf", f);
@@ -725,6 +743,39 @@ static LLVMValueRef sreg(cg *g, const ir_inst *in) {
   return intr(g, in, nm, NULL, 0, NULL, 0);
 }
 
+/* ---- line info ------------------------------------------------------------------------------ */
+static LLVMMetadataRef di_file(cg *g, const char *path) {
+  const char *slash = strrchr(path, '/');
+  const char *name = slash ? slash + 1 : path;
+  size_t dl = slash ? (size_t)(slash - path) : 0;
+  return LLVMDIBuilderCreateFile(g->dib, name, strlen(name), slash ? path : "", dl);
+}
+
+static void begin_debug_func(cg *g) {
+  ir_func *f = g->f;
+  int32_t file = 0, line = 0;
+  for (int32_t r = 1; r < f->ninst && !file; r++)
+    if (f->inst[r].file) { file = f->inst[r].file; line = f->inst[r].line; }
+  LLVMMetadataRef df = file ? di_file(g, ir_strget(g->ir, file)) : g->cu_file;
+  LLVMMetadataRef sty = LLVMDIBuilderCreateSubroutineType(g->dib, df, NULL, 0, LLVMDIFlagZero);
+  const char *nm = ir_strget(g->ir, f->name);
+  g->sp = LLVMDIBuilderCreateFunction(g->dib, df, nm, strlen(nm), nm, strlen(nm), df, (unsigned)line, sty,
+                                      f->kind != CUTE_FN_KERNEL, 1, (unsigned)line, LLVMDIFlagZero, 1);
+  LLVMSetSubprogram(g->F, g->sp);
+  memset(g->scope_of, 0, sizeof *g->scope_of * (size_t)g->ir->nstrs);
+  if (file) g->scope_of[file] = g->sp;
+}
+
+static void set_debug_loc(cg *g, const ir_inst *in) {
+  LLVMMetadataRef scope = g->sp;
+  if (in->file && in->file < g->ir->nstrs) {
+    if (!g->scope_of[in->file])
+      g->scope_of[in->file] = LLVMDIBuilderCreateLexicalBlockFile(g->dib, g->sp, di_file(g, ir_strget(g->ir, in->file)), 0);
+    scope = g->scope_of[in->file];
+  }
+  LLVMSetCurrentDebugLocation2(g->B, LLVMDIBuilderCreateDebugLocation(g->C, in->file ? (unsigned)in->line : 0, 0, scope, NULL));
+}
+
 /* ---- one function ----------------------------------------------------------------------- */
 static int gen_body(cg *g) {
   ir_func *f = g->f;
@@ -742,6 +793,7 @@ static int gen_body(cg *g) {
     LLVMTypeRef T = lt(g, in->type);
     LLVMValueRef res = NULL;
     ctl *top = g->ncs ? &g->cs[g->ncs - 1] : NULL;
+    if (g->dib) set_debug_loc(g, in);
     switch (in->op) {
     case IR_FOR: {
       ctl c = {0};
@@ -1032,8 +1084,12 @@ static int gen_body(cg *g) {
       intr(g, in, fn[in->imm], NULL, 0, NULL, 0);
       break;
     }
-    case IR_SHFL: res = emit_shfl(g, in, a); break;
+    case IR_SHFL:
+      if (g->sm < 70) { cgfail(g, in, "shfl.sync needs sm_70 or newer (target sm_%d)", g->sm); break; }
+      res = emit_shfl(g, in, a);
+      break;
     case IR_VOTE: {
+      if (g->sm < 70) { cgfail(g, in, "vote.sync needs sm_70 or newer (target sm_%d)", g->sm); break; }
       static const char *const vn[] = {"llvm.nvvm.vote.all.sync", "llvm.nvvm.vote.any.sync",
                                        "llvm.nvvm.vote.uni.sync", "llvm.nvvm.vote.ballot.sync"};
       LLVMValueRef args[2] = {x, y};
@@ -1239,9 +1295,25 @@ static int compile_llvm(cute_ir *ir, const cute_compile_opts *o, cute_compiled *
   if (opt > 3) opt = 3;
   char feat[32] = "";
   if (o && o->ptx_version) snprintf(feat, sizeof feat, "+ptx%d", o->ptx_version);
-  if (strncmp(arch, "sm_", 3) || strlen(arch) > 8) {
-    snprintf(msg, cap, "bad arch '%s' (sm_XX or sm_XXa)", arch);
-    return CUTE_E_ARG;
+  /* LLVM 19's NVPTX processors and PTX features (anything else would make LLVM
+     print "not a recognized processor" on stderr) */
+  static const char *const cpus[] = {"sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75", "sm_80",
+                                     "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a"};
+  static const int ptxv[] = {32, 40, 41, 42, 43, 50, 60, 61, 62, 63, 64, 65, 70, 71, 72, 73, 74, 75, 76, 77, 78,
+                             80, 81, 82, 83, 84, 85};
+  int known = 0;
+  for (size_t i = 0; i < sizeof cpus / sizeof cpus[0]; i++) known |= !strcmp(arch, cpus[i]);
+  if (!known) {
+    snprintf(msg, cap, "arch '%.40s' is not supported (LLVM 19: sm_60 .. sm_90, sm_90a)", arch);
+    return CUTE_E_UNSUPPORTED;
+  }
+  if (o && o->ptx_version) {
+    known = 0;
+    for (size_t i = 0; i < sizeof ptxv / sizeof ptxv[0]; i++) known |= o->ptx_version == ptxv[i];
+    if (!known) {
+      snprintf(msg, cap, "PTX version %d is not supported by LLVM 19 (32 .. 85, e.g. 78 for 7.8)", o->ptx_version);
+      return CUTE_E_UNSUPPORTED;
+    }
   }
   double t0 = now_us();
   LLVMTargetMachineRef tm = get_tm(arch, feat, opt, msg, cap);
@@ -1253,6 +1325,7 @@ static int compile_llvm(cute_ir *ir, const cute_compile_opts *o, cute_compiled *
   g->errcap = cap;
   g->ftz = o && (o->flags & CUTE_C_FTZ);
   g->sm = atoi(arch + 3);
+  g->ptx = o && o->ptx_version ? o->ptx_version : g->sm >= 90 ? 78 : g->sm >= 80 ? 70 : 63;
   g->C = LLVMContextCreate();
   LLVMContextSetDiagnosticHandler(g->C, diag_handler, g);
   g->M = LLVMModuleCreateWithNameInContext("cute", g->C);
@@ -1281,6 +1354,20 @@ static int compile_llvm(cute_ir *ir, const cute_compile_opts *o, cute_compiled *
     LLVMValueRef flag = LLVMConstInt(g->ti32, g->ftz ? 1 : 0, 0);
     LLVMAddModuleFlag(g->M, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz", 16, LLVMValueAsMetadata(flag));
   }
+  if (o && (o->flags & CUTE_C_LINEINFO)) {
+    g->scope_of = calloc((size_t)ir->nstrs + 1, sizeof *g->scope_of);
+    if (!g->scope_of) { snprintf(msg, cap, "out of memory"); rc = CUTE_E_NOMEM; goto out; }
+    g->dib = LLVMCreateDIBuilder(g->M);
+    int32_t first = 0;
+    for (int32_t fi = 1; fi < ir->nfuncs && !first; fi++)
+      for (int32_t r = 1; r < ir->funcs[fi].ninst && !first; r++) first = ir->funcs[fi].inst[r].file;
+    g->cu_file = first ? di_file(g, ir_strget(ir, first)) : LLVMDIBuilderCreateFile(g->dib, "cute", 4, "", 0);
+    /* DebugDirectivesOnly (3): .file/.loc, no DWARF sections (what clang -lineinfo does for CUDA) */
+    LLVMDIBuilderCreateCompileUnit(g->dib, LLVMDWARFSourceLanguageC, g->cu_file, "cuteluajit", 10, 1, "", 0, 0,
+                                   "", 0, (LLVMDWARFEmissionKind)3, 0, 0, 0, "", 0, "", 0);
+    LLVMAddModuleFlag(g->M, LLVMModuleFlagBehaviorWarning, "Debug Info Version", 18,
+                      LLVMValueAsMetadata(LLVMConstInt(g->ti32, LLVMDebugMetadataVersion(), 0)));
+  }
   if (declare_funcs(g)) { rc = CUTE_E_LLVM; goto out; }
   for (int32_t fi = 1; fi < ir->nfuncs && !rc; fi++) {
     ir_func *f = &ir->funcs[fi];
@@ -1292,11 +1379,16 @@ static int compile_llvm(cute_ir *ir, const cute_compile_opts *o, cute_compiled *
     g->cs = calloc((size_t)f->ninst + 1, sizeof *g->cs);
     g->ncs = 0;
     if (!g->val || !g->cval || !g->cs) { snprintf(msg, cap, "out of memory"); rc = CUTE_E_NOMEM; }
-    else if (gen_body(g)) rc = CUTE_E_LLVM;
+    else {
+      if (g->dib) begin_debug_func(g);
+      if (gen_body(g)) rc = CUTE_E_LLVM;
+      LLVMSetCurrentDebugLocation2(g->B, NULL);
+    }
     free(g->val);
     free(g->cval);
     free(g->cs);
   }
+  if (g->dib) LLVMDIBuilderFinalize(g->dib);
   if (rc) goto out;
   double t1 = now_us();
   res->t.build_us = t1 - t0;
@@ -1357,6 +1449,8 @@ out:
     snprintf(msg, cap, "LLVM: %.900s", g->diag);
     rc = CUTE_E_LLVM;
   }
+  if (g->dib) LLVMDisposeDIBuilder(g->dib);
+  free(g->scope_of);
   LLVMDisposeBuilder(g->B);
   LLVMDisposeModule(g->M);
   LLVMContextDispose(g->C);
@@ -1418,7 +1512,8 @@ int cute_compile(cute_ir *ir, const cute_compile_opts *o, cute_compiled **out, c
     double t5 = now_us();
     const char *arch = o && o->arch && *o->arch ? o->arch : "sm_90a";
     int popt = o && o->ptxas_opt > 0 ? o->ptxas_opt - 1 : 3;
-    rc = ptxas_run(ptxas, res->ptx, arch, popt, &res->cubin, &res->cubin_size, &res->ptxas_log, msg, sizeof msg);
+    rc = ptxas_run(ptxas, res->ptx, arch, popt, o && (o->flags & CUTE_C_LINEINFO), &res->cubin, &res->cubin_size,
+                   &res->ptxas_log, msg, sizeof msg);
     res->t.ptxas_us = now_us() - t5;
     if (rc) { res->t.total_us = now_us() - t0; return err_out(err, CUTE_E_PTXAS, msg); }
     ptxas_kinfo pk[64];

@@ -276,6 +276,12 @@ int32_t cute_ir_t_ptr(cute_ir *ir, int32_t elem, int space) {
     ir_fail(ir, CUTE_E_ARG, "pointer type: bad element type %d", elem);
     return 0;
   }
+  int depth = 0;
+  for (int32_t e = elem; ir->types[e].kind == CUTE_T_PTR; e = ir->types[e].elem) depth++;
+  if (depth >= 4) {
+    ir_fail(ir, CUTE_E_ARG, "pointer type: pointers nest at most 4 deep");
+    return 0;
+  }
   if (space != 0 && space != 1 && space != 3 && space != 4 && space != 5) {
     ir_fail(ir, CUTE_E_ARG, "pointer type: bad address space %d", space);
     return 0;
@@ -312,15 +318,20 @@ const char *ir_type_str(cute_ir *ir, int32_t t) {
 }
 const char *cute_ir_type_name(cute_ir *ir, int32_t t) { return ir ? ir_type_str(ir, t) : "?"; }
 
+static int32_t type_from_text(cute_ir *ir, const char *s, const char **end, int depth);
 int32_t ir_type_from_text(cute_ir *ir, const char *s, const char **end) {
+  return type_from_text(ir, s, end, 0);
+}
+static int32_t type_from_text(cute_ir *ir, const char *s, const char **end, int depth) {
   *end = s;
   if (!strncmp(s, "ptr.", 4)) {
+    if (depth >= 4) return 0; /* pointers to pointers, at most 4 deep */
     const char *p = s + 4;
     for (int sp = 0; sp < 6; sp++) {
       size_t l = strlen(ir_space_names[sp]);
       if (l && !strncmp(p, ir_space_names[sp], l) && p[l] == '.') {
         const char *e;
-        int32_t el = ir_type_from_text(ir, p + l + 1, &e);
+        int32_t el = type_from_text(ir, p + l + 1, &e, depth + 1);
         if (!el) return 0;
         int32_t t = ir_type_get(ir, CUTE_T_PTR, sp, el);
         if (t) *end = e;
@@ -355,7 +366,7 @@ int32_t cute_ir_type_parse(cute_ir *ir, const char *name) {
   if (!ir || ir->err_code || !name) return 0;
   const char *e;
   int32_t t = ir_type_from_text(ir, name, &e);
-  if (!t || *e) { ir_fail(ir, CUTE_E_PARSE, "bad type name '%s'", name); return 0; }
+  if (!t || *e) { ir_fail(ir, CUTE_E_PARSE, "bad type name '%.100s'", name); return 0; }
   return t;
 }
 
@@ -515,8 +526,8 @@ int32_t cute_ir_func(cute_ir *ir, const char *name, int kind, int32_t ret) {
   if (!name || !*name) { ir_fail(ir, CUTE_E_ARG, "func: empty name"); return 0; }
   for (const char *p = name; *p; p++)
     if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-          *p == '_' || *p == '$' || *p == '.') || (p == name && *p >= '0' && *p <= '9')) {
-      ir_fail(ir, CUTE_E_ARG, "func: bad name '%s' (letters, digits, _ $ . only)", name);
+          *p == '_' || *p == '$') || (p == name && *p >= '0' && *p <= '9')) {
+      ir_fail(ir, CUTE_E_ARG, "func: bad name '%s' (letters, digits, _ and $; not starting with a digit)", name);
       return 0;
     }
   if (kind != CUTE_FN_KERNEL && kind != CUTE_FN_DEVICE) {

@@ -185,7 +185,7 @@ typedef struct ptxas_kinfo {
 IR_HIDDEN const char *ptxas_find(void);
 /* Assemble ptx for arch; on success *cubin (malloc'ed) and *log (malloc'ed stderr).
    Returns 0, or nonzero with msg. */
-IR_HIDDEN int ptxas_run(const char *ptxas, const char *ptx, const char *arch, int opt,
+IR_HIDDEN int ptxas_run(const char *ptxas, const char *ptx, const char *arch, int opt, int lineinfo,
                         void **cubin, size_t *cubin_size, char **log, char *msg, size_t cap);
 IR_HIDDEN int ptxas_parse(const char *log, ptxas_kinfo *k, int cap);
 

@@ -40,6 +40,13 @@ static int is_scalar_num(int32_t t) {
   return c >= 1 && c <= 3;
 }
 
+/* ":<line>: " of the builder's current location (one static buffer: error paths only) */
+static const char *loc_line(cute_ir *ir) {
+  static __thread char b[24];
+  snprintf(b, sizeof b, ":%d: ", ir->loc_line);
+  return b;
+}
+
 int32_t ir_infer_type(cute_ir *ir, ir_func *f, int op, int nargs, const int32_t *args, int64_t imm,
                       int64_t imm2) {
   int32_t t0 = nargs > 0 ? ir_vtype(f, args[0]) : 0;
@@ -60,14 +67,16 @@ int32_t ir_infer_type(cute_ir *ir, ir_func *f, int op, int nargs, const int32_t 
   case IR_VEC:
     if (nargs >= 2 && is_scalar_num(t0) && (nargs == 2 || nargs == 4 || nargs == 8))
       return cute_ir_t_vec(ir, t0, nargs);
-    ir_fail(ir, CUTE_E_ARG, "vec: give the vector type explicitly (%d operands)", nargs);
+    ir_fail(ir, CUTE_E_ARG, "%s%svec: give the vector type explicitly (%d operands)", ir_strget(ir, ir->loc_file),
+            ir->loc_file ? loc_line(ir) : "", nargs);
     return 0;
   case IR_SREG: return imm == CUTE_SREG_CLOCK64 || imm == CUTE_SREG_GLOBALTIMER ? CUTE_T_U64 : CUTE_T_U32;
   case IR_VOTE: return imm == CUTE_VOTE_BALLOT ? CUTE_T_U32 : CUTE_T_I1;
   case IR_CALL: return imm > 0 && imm < ir->nfuncs ? ir->funcs[imm].ret : CUTE_T_VOID;
   default:
     if (!(ir_ops[op].flags & OF_RES)) return CUTE_T_VOID;
-    ir_fail(ir, CUTE_E_ARG, "%s: needs an explicit result type", ir_ops[op].name);
+    ir_fail(ir, CUTE_E_ARG, "%s%s%s: needs an explicit result type", ir_strget(ir, ir->loc_file),
+            ir->loc_file ? loc_line(ir) : "", ir_ops[op].name);
     return 0;
   }
 }
@@ -130,6 +139,88 @@ static int valid_hint(int op, int64_t h) {
   if (op == IR_LOAD) return h == CUTE_HINT_NONE || (h >= CUTE_HINT_NC && h <= CUTE_HINT_CV) || h == CUTE_HINT_VOLATILE;
   return h == CUTE_HINT_NONE || h == CUTE_HINT_CS || h == CUTE_HINT_CG || h == CUTE_HINT_WB ||
          h == CUTE_HINT_WT || h == CUTE_HINT_VOLATILE;
+}
+
+/* Does a value of type t fit the NVPTX inline-asm constraint letter k?
+   (LLVM aborts on some mismatches, so they are verifier errors.) */
+static int asm_fits(const cute_ir *ir, char k, int32_t t) {
+  int size = ir_tsize(ir, t), ptr = is_kind(ir, t, CUTE_T_PTR);
+  switch (k) {
+  case 'h': return t == CUTE_T_I16 || t == CUTE_T_U16 || t == CUTE_T_F16 || t == CUTE_T_BF16;
+  case 'r': return size == 4 && !ptr && t != CUTE_T_I1;
+  case 'l': return t == CUTE_T_I64 || t == CUTE_T_U64 || ptr;
+  case 'f': return t == CUTE_T_F32;
+  case 'd': return t == CUTE_T_F64;
+  case 'b': return t == CUTE_T_I1;
+  case 'n': return is_scalar_num(t) && ir_scalar_class(t) != 3;
+  default: return 0;
+  }
+}
+
+/* asm: constraints "=r,=r,r,l,n,~{memory}" (outputs first, one letter each:
+   h r l f d b n), outputs matching the result, inputs matching the operands,
+   and $N / ${N} / ${N:mod} / $$ in the template referring to existing operands. */
+static int check_asm(chk *c) {
+  cute_ir *ir = c->ir;
+  ir_inst *in = c->in;
+  const char *tmpl = ir_strget(ir, (int32_t)in->imm), *cons = ir_strget(ir, (int32_t)in->imm2);
+  int32_t t = in->type;
+  if (!*tmpl) return bad(c, "empty PTX text");
+  char letters[64];
+  int nout = 0, nin = 0, n = 0;
+  const char *p = cons;
+  while (*p) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len >= 3 && p[0] == '~' && p[1] == '{' && p[len - 1] == '}') {
+      /* clobber */
+    } else {
+      int out = len == 2 && p[0] == '=';
+      char k = out ? p[1] : p[0];
+      if ((len != 1 && !out) || !strchr("hrlfdbn", k) || (out && k == 'n'))
+        return bad(c, "bad constraint '%.*s' in \"%s\" (use =h =r =l =f =d =b outputs, h r l f d b n inputs, ~{memory})",
+                   (int)len, p, cons);
+      if (out && nin) return bad(c, "outputs must come before inputs in \"%s\"", cons);
+      if (n >= 60) return bad(c, "too many operands");
+      letters[n++] = k;
+      if (out) nout++;
+      else nin++;
+    }
+    if (!e) break;
+    p = e + 1;
+    if (!*p) return bad(c, "empty constraint in \"%s\"", cons);
+  }
+  if (nin != in->nargs) return bad(c, "\"%s\" has %d inputs for %d operands", cons, nin, in->nargs);
+  int vec = t != CUTE_T_VOID && is_kind(ir, t, CUTE_T_VEC) && nout > 1;
+  if (t == CUTE_T_VOID ? nout != 0 : vec ? nout != ir->types[t].n : nout != 1)
+    return bad(c, "\"%s\" has %d outputs for a %s result", cons, nout, TS(t));
+  for (int i = 0; i < nout; i++) {
+    int32_t ot = vec ? ir->types[t].elem : t;
+    if (!asm_fits(ir, letters[i], ot)) return bad(c, "output %d: '%c' does not hold %s", i, letters[i], TS(ot));
+  }
+  for (int i = 0; i < nin; i++) {
+    int32_t at = T(i);
+    if (!asm_fits(ir, letters[nout + i], at)) return bad(c, "operand %d: '%c' does not hold %s", i + 1, letters[nout + i], TS(at));
+    if (letters[nout + i] == 'n' && c->a[i] >= 0) return bad(c, "operand %d: 'n' needs a constant", i + 1);
+  }
+  for (const char *q = tmpl; *q; q++) {
+    if (*q != '$') continue;
+    q++;
+    if (*q == '$') continue;
+    int braces = *q == '{';
+    if (braces) q++;
+    if (*q < '0' || *q > '9') return bad(c, "bad $ in the PTX text (write $$ for a literal $)");
+    long k = 0;
+    while (*q >= '0' && *q <= '9' && k < 1000) k = k * 10 + (*q++ - '0');
+    if (braces) {
+      if (*q == ':') { q++; while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z')) q++; }
+      if (*q != '}') return bad(c, "bad ${...} in the PTX text");
+    } else {
+      q--;
+    }
+    if (k >= n) return bad(c, "$%ld in the PTX text, but there are %d operands", k, n);
+  }
+  return 0;
 }
 
 int ir_check_inst(cute_ir *ir, ir_func *f, int32_t ref, ir_scope *sc, char *msg, size_t cap) {
@@ -435,9 +526,7 @@ int ir_check_inst(cute_ir *ir, ir_func *f, int32_t ref, ir_scope *sc, char *msg,
     if (T(0) != CUTE_T_I1) return bad(c, "condition must be i1");
     return 0;
   case IR_ASM:
-    if (!*ir_strget(ir, (int32_t)in->imm)) return bad(c, "empty PTX text");
-    if (t != CUTE_T_VOID && ir->types[t].kind == CUTE_T_VOID) return bad(c, "bad type");
-    return 0;
+    return check_asm(c);
   case IR_TRAP:
     return 0;
   default:

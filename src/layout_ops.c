@@ -290,8 +290,8 @@ int lo_tile_to_shape(lctx *c, const cute_value *blk, const cute_value *shp,
   cv_init(&PS, CUTE_V_TUPLE);
   cv_init(&OL, CUTE_V_LAYOUT);
   TRY(lay_pad(c, blk, 0, R, &PB));
-  int h = -1;
-  if (nd_is_tuple(shp, 0)) TRYB(nb_open(&PS, &h));
+  int h; /* product_each wraps: an integer target gives a 1-tuple product shape */
+  TRYB(nb_open(&PS, &h));
   for (int k = 0; k < R; k++) {
     int64_t bs, ts, q;
     TRY(nd_product(c, &PB, nd_child(&PB, 0, k), &bs));
@@ -304,7 +304,7 @@ int lo_tile_to_shape(lctx *c, const cute_value *blk, const cute_value *shp,
     q = ts / bs;
     TRYB(nb_leaf(&PS, q, 0));
   }
-  if (h >= 0) nb_close(&PS, h);
+  nb_close(&PS, h);
   TRY(lo_ordered(c, &PS, 0, ord, 0, &OL));
   return rank_sensitive(c, 0, &PB, &OL, o);
 }
@@ -362,11 +362,11 @@ int lo_local_partition(lctx *c, const cute_value *L, const cute_value *thr,
   cv_init(&K, CUTE_V_TUPLE);
   cv_init(&Z, CUTE_V_LAYOUT);
   TRY(lay_idx2crd(c, idx, 0, thr, 0, &H));
-  int R = nd_rank(thr, 0), tup = nd_is_tuple(thr, 0), h = -1, hk;
-  TRYB(nb_open(&K, &hk));
+  int R = nd_rank(thr, 0), tup = nd_is_tuple(thr, 0), ht = 0, hc = 0, hk;
+  TRYB(nb_open(&K, &hk)); /* K = (coord, _...) */
   if (tup) {
-    TRYB(nb_open(&T, &h));
-    TRYB(nb_open(&K, &h));
+    TRYB(nb_open(&T, &ht));
+    TRYB(nb_open(&K, &hc));
   }
   for (int k = 0; k < R; k++) {
     int tk = nd_child(thr, 0, k);
@@ -379,8 +379,8 @@ int lo_local_partition(lctx *c, const cute_value *L, const cute_value *thr,
     TRYB(nb_leaf(&K, fc, 0));
   }
   if (tup) {
-    nb_close(&T, 0);
-    nb_close(&K, 1);
+    nb_close(&T, ht);
+    nb_close(&K, hc);
     T.type = CUTE_V_TUPLE;
   } else {
     T.type = CUTE_V_INT;

@@ -65,7 +65,7 @@ static int write_all(int fd, const char *p, size_t n) {
   return 0;
 }
 
-int ptxas_run(const char *ptxas, const char *ptx, const char *arch, int opt, void **cubin,
+int ptxas_run(const char *ptxas, const char *ptx, const char *arch, int opt, int lineinfo, void **cubin,
               size_t *cubin_size, char **log, char *msg, size_t cap) {
   *cubin = NULL;
   *cubin_size = 0;
@@ -83,7 +83,8 @@ int ptxas_run(const char *ptxas, const char *ptx, const char *arch, int opt, voi
   char a_arch[48], a_opt[8];
   snprintf(a_arch, sizeof a_arch, "-arch=%s", arch);
   snprintf(a_opt, sizeof a_opt, "-O%d", opt < 0 ? 3 : opt > 3 ? 3 : opt);
-  char *argv[] = {(char *)ptxas, a_arch, a_opt, "-v", "-o", outp, in, NULL};
+  char *argv[] = {(char *)ptxas, a_arch, a_opt, "-v", "-o", outp, in, NULL, NULL};
+  if (lineinfo) { argv[7] = in; argv[6] = "-lineinfo"; }
   int pfd[2];
   if (pipe(pfd)) { unlink(in); snprintf(msg, cap, "ptxas: pipe: %s", strerror(errno)); return 1; }
   posix_spawn_file_actions_t fa;

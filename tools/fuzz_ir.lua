@@ -94,6 +94,19 @@ local function gen_kernel()
     return m:k(t, R(-100, 100))
   end
   local ptrs, vars = {}, {}
+  local dev
+  if R() < 0.3 then -- a device function to call (inlining, debug scopes)
+    dev = m:func("dev", "device", "f32")
+    m:loc("dev.lua", 7)
+    local a, b = m:param("f32", "a"), m:param("i32", "b")
+    local v = m:fma(a, m:cvt("f32", b), a)
+    if R() < 0.5 then
+      m:if_(m:lt(b, m:k("i32", 0)))
+      m:ret(m:neg(v))
+      m:end_()
+    end
+    m:ret(m:sqrt(v, { math = "fast" }))
+  end
   m:func("fz", "kernel")
   m:loc("fuzz.lua", 1)
   local np = R(1, 4)
@@ -209,6 +222,8 @@ local function gen_kernel()
       m:vset(k, m:add(m:vget(k), m:k("i32", 1)))
       m:end_()
       add("i32", m:vget(k))
+    elseif c == 20 and dev then
+      add("f32", m:call(dev, val("f32"), val("i32")))
     elseif c == 20 and R() < 0.3 then
       m:bar()
     elseif c == 21 then -- vectors
@@ -236,8 +251,10 @@ local function check_roundtrip(kind, m)
 end
 
 local function check_compile(kind, m)
-  local arch = pick(ARCH)
-  local r, e, code = m:compile { arch = arch, opt = R(0, 3), ptxas = WITH_PTXAS and R() < 0.1 }
+  local ptxas = WITH_PTXAS and R() < 0.1
+  -- LLVM-only compiles also go to older targets (ptxas 13 starts at sm_75)
+  local arch = ptxas and pick(ARCH) or pick({ "sm_80", "sm_90a", "sm_80", "sm_90a", "sm_60", "sm_70", "sm_75", "sm_86", "sm_89" })
+  local r, e, code = m:compile { arch = arch, opt = R(0, 3), ptxas = ptxas, lineinfo = R() < 0.2 }
   if r then counts.compiled = counts.compiled + 1 return true end
   -- accurate math without libdevice is a clean, expected refusal
   if code == C.CUTE_E_UNSUPPORTED then return true end
@@ -266,6 +283,18 @@ local function wild()
       args[i] = #refs > 0 and R() < 0.9 and refs[R(#refs)] or R(-10, 100)
     end
     local r = C.cute_ir_op(m.h, op, pick(types), n, args, R(-3, 40), R(-3, 40))
+    if r ~= 0 then refs[#refs + 1] = r end
+  end
+  if R() < 0.3 then -- inline PTX with random templates and constraints
+    local TP = { "mov.b32 ", "$0", "$1", "$2", "${1}", "${0:x}", "$$", ", ", ";", "%laneid", "$", "{", "}", " " }
+    local CP = { "=r", "=h", "=l", "=f", "=d", "=b", "r", "h", "l", "f", "d", "b", "n", "~{memory}", "", "=q", "=&r" }
+    local tp, cp = {}, {}
+    for i = 1, R(1, 6) do tp[i] = pick(TP) end
+    for i = 1, R(0, 4) do cp[i] = pick(CP) end
+    local n = R(0, 3)
+    local args = ffi.new("int32_t[4]")
+    for i = 0, n - 1 do args[i] = #refs > 0 and refs[R(#refs)] or C.cute_ir_const_int(m.h, C.CUTE_T_U32, 1) end
+    local r = C.cute_ir_asm(m.h, pick(types), table.concat(tp), table.concat(cp, ","), n, args)
     if r ~= 0 then refs[#refs + 1] = r end
   end
   if R() < 0.7 then C.cute_ir_ret(m.h, 0) end
@@ -371,4 +400,6 @@ print(("fuzz_ir: %d cases in %.0f s (seed %d): build %d, wild %d, text %d; compi
   :format(cases, SECONDS, SEED, counts.build, counts.wild, counts.text, counts.compiled, counts.rejected,
     WITH_PTXAS and ", ptxas on" or ""))
 print(("%d passed, %d failed"):format(passed, failed))
-os.exit(failed == 0 and 0 or 1)
+collectgarbage()
+collectgarbage()
+os.exit(failed == 0 and 0 or 1, true) -- close the state: finalizers free every context

@@ -50,8 +50,6 @@ fi
 # Sanitizers: our C code instrumented (LuaJIT itself is not).
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   count_busted "specs under ASan+UBSan" $B/asan/cuteluajit $BUSTED --exclude-tags=slow,gpu spec
-if [ -f tools/fuzz.lua ]; then
-  FUZZ_SECONDS=${FUZZ_SECONDS:-20} count_plain "fuzz (ASan)" $B/asan/cuteluajit tools/fuzz.lua
-fi
+FUZZ_SECONDS=${FUZZ_SECONDS:-20} count_plain "IR fuzzer (ASan)" $B/asan/cuteluajit tools/fuzz_ir.lua
 echo "$P passed, $F failed, $S skipped"
 [ "$F" -eq 0 ]

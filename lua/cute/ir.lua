@@ -185,6 +185,20 @@ function IR:if_(cond, t)
   if r == 0 then fail(self) end
   return r
 end
+-- Counted loop with loop-carried values (sugar over var/vget/vset, which
+-- SROA/mem2reg turn into phis):
+--   local s, p = m:for_carry(lo, hi, step, {s0, p0}, function(i, s, p) return m:add(s, i), p end)
+function IR:for_carry(lo, hi, step, inits, body, unroll)
+  local vars, cur, out = {}, {}, {}
+  for k, v in ipairs(inits) do vars[k] = self:var(nil, v) end
+  local i = self:for_(lo, hi, step, unroll)
+  for k, v in ipairs(vars) do cur[k] = self:vget(v) end
+  local nxt = { body(i, unpack(cur, 1, #vars)) }
+  for k, v in ipairs(vars) do self:vset(v, nxt[k]) end
+  self:end_()
+  for k, v in ipairs(vars) do out[k] = self:vget(v) end
+  return unpack(out, 1, #vars)
+end
 function IR:else_() chk(self, C.cute_ir_else(self.h)) end
 function IR:while_() chk(self, C.cute_ir_while(self.h)) end
 function IR:do_(cond) chk(self, C.cute_ir_do(self.h, cond)) end
@@ -216,7 +230,7 @@ end
 
 local function s(p) return p ~= nil and ffi.string(p) or nil end
 
--- Compile: opts {arch="sm_90a", ptx=80, opt=3, ptxas=true, ftz=false, verify=true}
+-- Compile: opts {arch="sm_90a", ptx=80, opt=3, ptxas=true, ftz=false, verify=true, lineinfo=false}
 -- Returns a table {ir, llvm, ptx, ptxas_log, cubin (string or nil), kernels =
 -- {name = info}, info (first kernel), times}; on error nil, message, code, partial.
 function M.compile(self, o)
@@ -226,7 +240,7 @@ function M.compile(self, o)
   co.ptx_version = o.ptx or 0
   co.opt_level = o.opt or 3
   co.flags = (o.ptxas == false and C.CUTE_C_NO_PTXAS or 0) + (o.ftz and C.CUTE_C_FTZ or 0)
-      + (o.verify == false and C.CUTE_C_NO_VERIFY or 0)
+      + (o.verify == false and C.CUTE_C_NO_VERIFY or 0) + (o.lineinfo and C.CUTE_C_LINEINFO or 0)
   co.libdevice = o.libdevice
   local out = ffi.new("cute_compiled*[1]")
   local st = C.cute_compile(self.h, co, out, cf.err)
