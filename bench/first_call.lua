@@ -3,7 +3,7 @@
 -- second new kernel (LLVM warm), then the cost a cached call adds to a launch.
 --   cuteluajit bench/first_call.lua [cubin|ptx]
 local cute = require("cute")
-local mode = arg[1] or "cubin"
+local mode = arg[1] or "ptx"
 local exdir = (arg[0]:match("(.*/)") or "./") .. "../examples/"
 if not cute.available() then print("needs a GPU"); return end
 
@@ -29,6 +29,10 @@ local function first(label, k, ...)
   local t1 = cute.now_us()
   cute.synchronize()
   print(("%-44s %8.2f ms"):format(label .. " (" .. mode .. ")", (t1 - t0) / 1e3))
+  local b = k.last_build
+  print(("    trace %.2f ms, compile %.2f ms (LLVM IR %.2f, O3 %.2f, PTX %.2f, ptxas %.2f), load %.2f ms (%s)")
+    :format(b.trace_us / 1e3, b.compile_us / 1e3, b.llvm_build_us / 1e3, b.opt_us / 1e3, b.emit_us / 1e3,
+      b.ptxas_us / 1e3, b.load_us / 1e3, b.image))
   return (t1 - t0) / 1e3
 end
 

@@ -23,10 +23,7 @@ local base = {}
 if arg[1] then
   local f = io.open(arg[1])
   if f then
-    for line in f:lines() do
-      local k, v = line:match('"([%w_]+)"%s*:%s*([%d%.eE+-]+)')
-      if k then base[k] = tonumber(v) end
-    end
+    for k, v in f:read("*a"):gmatch('"([%w_]+)"%s*:%s*([%d%.eE+-]+)') do base[k] = tonumber(v) end
     f:close()
   end
 end

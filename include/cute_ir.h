@@ -280,6 +280,10 @@ int cute_compiled_info(cute_compiled *c, const char *kernel, cute_kernel_info *o
 void cute_compiled_times(cute_compiled *c, cute_compile_times *out);
 /* Path of the ptxas found (NULL if none), owned by the library. */
 const char *cute_ptxas_path(void);
+/* Start initialising LLVM's NVPTX back end for arch (NULL: "sm_90a") in a
+   background thread, so that the first real compile finds it warm.  Returns
+   at once; only the first call does anything; the thread is joined at exit. */
+void cute_compile_warmup(const char *arch);
 /* CDEF END */
 
 #if defined(__GNUC__)

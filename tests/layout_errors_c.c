@@ -167,12 +167,14 @@ static void properties(long iters) {
       for (int64_t i = 0; i < na; i++)
         if (ev(&R, i) != ev(&A, i)) { cute_format(&R, fr, sizeof fr); CHECK(0, "coalesce %s -> %s at %lld", ta, fr, (long long)i); break; }
     /* composition: R(i) == A(B(i)) when admissible, B's image lies in A and
-       A is injective (with aliasing modes, CuTe's by-mode result differs) */
+       A and B are injective (with aliasing, CuTe's by-mode result differs) */
     int64_t cb = 0;
     int injA = 1;
     for (int64_t i = 0; i < nb; i++) if (ev(&B, i) > cb) cb = ev(&B, i);
     for (int64_t i = 0; i < na && injA; i++)
       for (int64_t j = 0; j < i; j++) if (ev(&A, i) == ev(&A, j)) { injA = 0; break; }
+    for (int64_t i = 0; i < nb && injA; i++) /* and B injective: modes combine disjointly */
+      for (int64_t j = 0; j < i; j++) if (ev(&B, i) == ev(&B, j)) { injA = 0; break; }
     if (injA && cb < na && !cute_op(CUTE_OP_COMPOSITION, args, 2, &R, NULL, &e)) {
       CHECK(sz(&R) == nb, "composition size %s o %s", ta, tb);
       for (int64_t i = 0; i < nb; i++)

@@ -12,7 +12,7 @@ cp build/cuteluajit "$D/bin/"
 strip "$D/bin/cuteluajit"
 cp -r lua/cute "$D/lua/"
 cp -r examples bench spec include docs "$D/"
-mkdir -p "$D/tests" && cp tests/cuda_abi.c "$D/tests/"
+mkdir -p "$D/tests" "$D/src" && cp tests/cuda_abi.c "$D/tests/" && cp src/cudadef.h "$D/src/"
 # LuaJIT's own tools (jit.v, jit.p, jit.dump) for profiling on the GPU host
 mkdir -p "$D/share/lua/5.1/jit" && cp /usr/share/luajit-2.1.0-beta3/jit/*.lua "$D/share/lua/5.1/jit/"
 mkdir -p "$D/tools" && cp tools/gpu_check.sh "$D/tools/" && (cp tools/fuzz*.lua "$D/tools/" 2>/dev/null || true)

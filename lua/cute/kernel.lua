@@ -16,6 +16,7 @@ local ten = require("cute.tensor")
 
 local M = {}
 local T = tr.T
+pcall(ffi.cdef, "size_t strlen(const char *s);")
 
 ---------------------------------------------------------------------------
 -- typed scalars: cute.Int32(n) at launch = a runtime parameter; inside a
@@ -122,9 +123,15 @@ local function kernel_name(fn, opts)
   return ("%s_%d"):format(base, info.linedefined or 0)
 end
 
+local warmed = false
 function M.kernel(fn, opts)
   if type(fn) ~= "function" then error("cute.kernel: expected a function, got " .. type(fn), 2) end
   opts = opts or {}
+  if not warmed then
+    -- a kernel will be compiled soon: get LLVM ready in the background
+    warmed = true
+    if M.warmup then C.cute_compile_warmup(opts.arch or M.gpu_arch() or "sm_90a") end
+  end
   local k = setmetatable({ fn = fn, opts = opts, name = kernel_name(fn, opts), cache = {},
     traces = 0, compiles = 0 }, Kernel)
   return k
@@ -298,22 +305,32 @@ function Kernel:_build(args, nargs)
     cf.fail(("cute.kernel %s: cannot launch without a GPU (%s); k:compile(args) and k:ir(args) work " ..
       "without one"):format(self.name, tostring(why)))
   end
+  local t0 = C.cute_cuda_now_us()
   local ir, plan = self:trace(unpack(args, 1, nargs))
+  local t1 = C.cute_cuda_now_us()
   local use_cubin = self.opts.cubin
   if use_cubin == nil then use_cubin = M.default_cubin end
   if use_cubin and C.cute_ptxas_path() == nil then use_cubin = false end
   local cc = compile_ir(self, ir, use_cubin)
+  local t2 = C.cute_cuda_now_us()
   local image, size, is_ptx
   if C.cute_compiled_has_cubin(cc) ~= 0 then
     local sz = ffi.new("size_t[1]")
     image = C.cute_compiled_cubin(cc, sz); size = sz[0]; is_ptx = 0
   else
-    image = C.cute_compiled_ptx(cc); size = #ffi.string(image); is_ptx = 1
+    image = C.cute_compiled_ptx(cc); size = C.strlen(image); is_ptx = 1
   end
   local mod = ffi.new("void*[1]")
   if C.cute_cuda_module_load(image, size, is_ptx, mod, nil, 0, cu_err) ~= 0 then cf.fail_err() end
   local fnp = ffi.new("void*[1]")
   if C.cute_cuda_module_get_function(mod[0], self.name, fnp, cu_err) ~= 0 then cf.fail_err() end
+  local t3 = C.cute_cuda_now_us()
+  local ct = ffi.new("cute_compile_times")
+  C.cute_compiled_times(cc, ct)
+  -- where the first call's time went (bench/first_call.lua prints it)
+  self.last_build = { trace_us = t1 - t0, compile_us = t2 - t1, load_us = t3 - t2,
+    llvm_build_us = ct.build_us, opt_us = ct.opt_us, emit_us = ct.emit_us, ptxas_us = ct.ptxas_us,
+    image = is_ptx == 1 and "ptx" or "cubin" }
   local n = #plan
   local slots = u64_arr(math.max(n, 1))
   local params = void_pp(math.max(n, 1))
@@ -535,5 +552,11 @@ function Kernel:entry(...)
   return node[NIL]
 end
 
-M.default_cubin = true
+-- Launches load PTX and let the driver JIT it: measured faster for a first call
+-- than running ptxas as a process (docs/BENCHMARKS.md), and the driver caches
+-- the result on disk.  opts.cubin = true (or cute.kernel_defaults.cubin) uses
+-- ptxas; k:compile() always runs ptxas when it is present (for its report).
+M.default_cubin = false
+-- background LLVM warm-up at the first cute.kernel (CUTE_NO_WARMUP=1 turns it off)
+M.warmup = os.getenv("CUTE_NO_WARMUP") == nil
 return M
