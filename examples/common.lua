@@ -47,6 +47,22 @@ function M.time_ms(fn, reps, warmup)
   return t[math.floor((reps + 1) / 2)]
 end
 
+-- relative error of a row-major M x N product C = A (M x K) * B (K x N)
+-- against a double-precision reference, over every row_step-th row
+function M.gemm_error(ha, hb, hc, M_, N_, K_, row_step)
+  local num, den = 0, 0
+  for i = 0, M_ - 1, row_step or 1 do
+    for j = 0, N_ - 1 do
+      local s = 0
+      for k = 0, K_ - 1 do s = s + ha[i * K_ + k] * hb[k * N_ + j] end
+      local c = hc[i * N_ + j]
+      if c ~= c then return math.huge end
+      num = num + (c - s) ^ 2; den = den + s * s
+    end
+  end
+  return math.sqrt(num / den)
+end
+
 function M.check(name, err, tol)
   local ok = err <= tol
   print(("%s: rel. error %.3e (tolerance %.0e) %s"):format(name, err, tol, ok and "OK" or "FAILED"))
