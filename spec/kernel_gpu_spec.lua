@@ -223,6 +223,50 @@ describe("kernels on the GPU", function()
     assert.are.equal(mn, io[1])
   end)
 
+  gpu_it("local_partition over a tile, dynamic shared memory above 48 KiB, half-precision stores", function()
+    local TILE = 128
+    local k = cute.kernel(function(A, B)
+      local t = cute.arch.thread_idx()
+      local bx = cute.arch.block_idx()
+      local gA = cute.local_tile(A, { TILE, 32 }, { bx, 0 })
+      local gB = cute.local_tile(B, { TILE, 32 }, { bx, 0 })
+      -- 64 KiB of dynamic shared memory (a 128 x 32 fp32 tile uses 16 KiB; the rest pads)
+      local s = cute.make_dynamic_shared_tensor(cute.make_layout({ TILE, 32 }, { 128, 1 }), f32)
+      local thr = cute.make_layout({ 32, 8 }, { 8, 1 })            -- 256 threads
+      local mine_g = cute.local_partition(gA, thr, t)
+      local mine_s = cute.local_partition(s, thr, t)
+      for i in cute.range_constexpr(cute.size(mine_g)) do mine_s[i] = mine_g[i] * 2.0 end
+      cute.arch.sync_threads()
+      local out = cute.local_partition(gB, thr, t)
+      local mine_s2 = cute.local_partition(s, thr, (t + 1) % 256)
+      for i in cute.range_constexpr(cute.size(out)) do out[i] = mine_s2[i] end
+    end)
+    local M = 256
+    local ha = rand_floats(M * 32)
+    local A = cute.from_host(ha, f32, { M, 32 })
+    local B = cute.zeros({ M, 32 }, cute.float16)
+    k:launch{ grid = M / TILE, block = 256, smem = 64 * 1024 }(A, B)
+    local hb = B:to_host()
+    -- thread t's slot holds the values thread t+1 owns: recompute on the host
+    local thr = cute.make_layout({ 32, 8 }, { 8, 1 })
+    local ok = true
+    for blk = 0, M / TILE - 1 do
+      for t = 0, 255 do
+        local src = (t + 1) % 256
+        local tr_, tc = math.floor(t / 8), t % 8             -- thr(tr, tc) = t (row-major 32x8)
+        local sr, sc = math.floor(src / 8), src % 8
+        for i = 0, (TILE / 32) * (32 / 8) - 1 do
+          local ii, jj = i % (TILE / 32), math.floor(i / (TILE / 32))
+          local r, c = tr_ + 32 * ii + blk * TILE, tc + 8 * jj
+          local rs, cs = sr + 32 * ii + blk * TILE, sc + 8 * jj
+          local want = cute.half_to_float(cute.float_to_half(ha[rs * 32 + cs] * 2))
+          if cute.half_to_float(hb[r * 32 + c]) ~= want then ok = false end
+        end
+      end
+    end
+    assert.is_true(ok)
+  end)
+
   gpu_it("a failing launch is a Lua error naming the CUDA error and a hint", function()
     local k = cute.kernel(function(A) A[cute.arch.thread_idx()] = 1.0 end)
     local A = cute.zeros({ 4096 }, f32)
