@@ -319,7 +319,7 @@ int main(int argc, char **argv) {
     }
     run_all(args, 4);
   }
-  properties(iters);
+  properties(iters / 8 + 1);
   cute_err e;
   CHECK(cute_parse(NULL, &args[0], &e) == CUTE_E_ARG, "NULL text");
   CHECK(cute_parse("1", NULL, &e) == CUTE_E_ARG, "NULL out");
