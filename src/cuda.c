@@ -223,6 +223,48 @@ static int check_ordinal(const char *fn, int ordinal, CUdevice *dev, cute_err *e
   return r ? cuda_fail(r, err, "cuDeviceGet(%d)", ordinal) : CUTE_OK;
 }
 
+/* ---- compiler warm-up when a context first appears ------------------------
+ * A process that opens a GPU context is about to compile kernels: load and
+ * exercise the driver's PTX JIT (its first use in a process costs ~8 ms) on a
+ * background thread, and start the LLVM warm-up of the code generator (a weak
+ * reference: this file also links without it).  CUTE_NO_WARMUP=1 turns both
+ * off.  The thread is joined at exit, before the driver is torn down. */
+void cute_compile_warmup(const char *arch) __attribute__((weak));
+
+static pthread_t g_warm_thread;
+static int g_warm_started;
+static CUcontext g_warm_ctx;
+static char g_warm_ptx[512];
+
+static void *jit_warm_main(void *arg) {
+  (void)arg;
+  if (cu.CtxSetCurrent(g_warm_ctx) != 0) return NULL;
+  CUmodule m = NULL;
+  if (cu.ModuleLoadDataEx(&m, g_warm_ptx, 0, NULL, NULL) == 0 && m) cu.ModuleUnload(m);
+  return NULL;
+}
+
+static void warm_join(void) { pthread_join(g_warm_thread, NULL); }
+
+static void start_warmup(CUcontext ctx, CUdevice dev) {
+  if (g_warm_started || getenv("CUTE_NO_WARMUP")) return;
+  g_warm_started = 1;
+  int major = 0, minor = 0;
+  if (cu.DeviceGetAttribute(&major, CUTE_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != 0 ||
+      cu.DeviceGetAttribute(&minor, CUTE_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != 0)
+    return;
+  if (cute_compile_warmup) {
+    char arch[16];
+    snprintf(arch, sizeof arch, "sm_%d%d%s", major, minor, major >= 9 ? "a" : "");
+    cute_compile_warmup(arch);
+  }
+  snprintf(g_warm_ptx, sizeof g_warm_ptx,
+           ".version 7.0\n.target sm_%d%d\n.address_size 64\n"
+           ".visible .entry cute_jit_warmup(.param .u64 p)\n{\n  ret;\n}\n", major, minor);
+  g_warm_ctx = ctx;
+  if (pthread_create(&g_warm_thread, NULL, jit_warm_main, NULL) == 0) atexit(warm_join);
+}
+
 static int set_device(int ordinal, cute_err *err) {
   CUdevice dev;
   int s = check_ordinal("cute_cuda_set_device", ordinal, &dev, err);
@@ -237,6 +279,7 @@ static int set_device(int ordinal, cute_err *err) {
       int v = 0;
       if (cu.DeviceGetAttribute(&v, CUTE_CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, dev) != 0) v = 0;
       g_cluster[ordinal] = v + 1;
+      start_warmup(ctx, dev);
     }
   }
   pthread_mutex_unlock(&g_ctx_lock);
