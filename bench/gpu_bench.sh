@@ -9,7 +9,7 @@ python3 bench/baselines.py > "$O/baselines.json" 2> "$O/baselines.err" || cat "$
 cat "$O/baselines.json"
 {
   "$BIN" bench/first_call.lua cubin
-  CUDA_CACHE_DISABLE=1 "$BIN" bench/first_call.lua ptx
+  for gap in 0 50; do CUDA_CACHE_DISABLE=1 "$BIN" bench/first_call.lua ptx $gap; done
   "$BIN" bench/first_call.lua ptx
   "$BIN" bench/kernels.lua "$O/baselines.json"
 } 2>&1 | tee "$O/bench.log"
