@@ -9,8 +9,15 @@ torch.backends.cudnn.allow_tf32 = False
 
 
 def med_ms(fn, reps=20, warm=3):
-    for _ in range(warm):
+    # warm up for at least 100 ms of GPU work too (clocks ramp up), as
+    # examples/common.lua does for our kernels
+    import time
+    t0, i = time.perf_counter(), 0
+    while i < warm or time.perf_counter() - t0 < 0.1:
         fn()
+        i += 1
+        if i % 4 == 0:
+            torch.cuda.synchronize()
     torch.cuda.synchronize()
     ts = []
     for _ in range(reps):

@@ -35,7 +35,13 @@ end
 -- median time in ms of fn() over reps runs, timed with events (after warmup)
 function M.time_ms(fn, reps, warmup)
   reps, warmup = reps or 20, warmup or 3
-  for _ = 1, warmup do fn() end
+  -- warm up for at least 100 ms of GPU work as well, so clocks have ramped up
+  local t0 = cute.now_us()
+  local i = 0
+  repeat
+    fn(); i = i + 1
+    if i % 4 == 0 then cute.synchronize() end
+  until i >= warmup and cute.now_us() - t0 > 1e5
   cute.synchronize()
   local e0, e1 = cute.event(), cute.event()
   local t = {}
