@@ -40,8 +40,10 @@ local function load_example(name, args)
 end
 
 local rows = {}
+-- ratio: ours / baseline for rates (higher is better); for times, also
+-- ours / baseline ("1.10x raw" = 10% slower than the baseline)
 local function row(name, ours, unit, basename, baseval, target, higher_is_better)
-  local ratio = baseval and (higher_is_better and ours / baseval or baseval / ours) or nil
+  local ratio = baseval and ours / baseval or nil
   rows[#rows + 1] = { name, ours, unit, basename or "-", baseval, ratio, target }
   print(("%-34s %12.3f %-8s %-26s %12s %8s  %s"):format(name, ours, unit, basename or "-",
     baseval and ("%.3f"):format(baseval) or "-", ratio and ("%.3fx"):format(ratio) or "-", target or ""))
