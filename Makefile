@@ -61,7 +61,7 @@ lua/cute/cdef.lua: $(wildcard include/*.h) tools/gen_cdef.sh
 	$(Q)sh tools/gen_cdef.sh include/cute.h $(filter-out include/cute.h,$(wildcard include/*.h)) > $@.tmp && mv $@.tmp $@
 
 # Lua modules embedded into the library (package.preload-style searcher).
-$(B)/lua_embed.c: $(LUA_SRCS) lua/cute/cdef.lua tools/embed_lua.lua | $(B)/obj
+$(B)/lua_embed.c: $(LUA_SRCS) lua/cute/cdef.lua tools/embed_lua.lua | $(B)/obj check-deps
 	@echo "  GEN     $@"
 	$(Q)$(LUAJIT) tools/embed_lua.lua lua $(LUA_SRCS) lua/cute/cdef.lua > $@.tmp && mv $@.tmp $@
 
