@@ -1,7 +1,7 @@
 /*
  * codegen_llvm.c -- IR -> LLVM module (C API only) -> LLVMVerifyModule ->
  * default<On> passes -> PTX -> cubin (ptxas, when present).
- * The only file that includes llvm-c headers.
+ * With codegen_ops.c (op lowering) the only files that include llvm-c headers.
  *
  * Lowering in short
  *  - kernels: ptx_kernel calling convention + !nvvm.annotations "kernel",
@@ -15,15 +15,7 @@
  *  - accurate math: libdevice (__nv_*), linked from the CUDA toolkit.
  * The target machine is cached across compiles (guarded by a mutex).
  */
-#include "ir.h"
-
-#include <llvm-c/Analysis.h>
-#include <llvm-c/BitReader.h>
-#include <llvm-c/Core.h>
-#include <llvm-c/DebugInfo.h>
-#include <llvm-c/Linker.h>
-#include <llvm-c/TargetMachine.h>
-#include <llvm-c/Transforms/PassBuilder.h>
+#include "codegen.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -112,51 +104,8 @@ static const char *find_libdevice(const char *given) {
   return access(p, R_OK) == 0 ? p : NULL;
 }
 
-/* ---- generator state ---------------------------------------------------------- */
-typedef struct ctl {
-  int32_t opener;
-  int op;
-  LLVMBasicBlockRef head, body, latch, exitb, elseb, then_end;
-  LLVMValueRef iv, then_val, else_val, pre_val;
-  LLVMBasicBlockRef pre;
-} ctl;
-
-typedef struct cg {
-  cute_ir *ir;
-  const cute_compile_opts *o;
-  LLVMContextRef C;
-  LLVMModuleRef M;
-  LLVMBuilderRef B;
-  LLVMTypeRef *ty;  /* per IR type */
-  LLVMTypeRef tvoid, ti1, ti8, ti16, ti32, ti64, tf16, tbf16, tf32, tf64, tptr;
-  LLVMValueRef *fn;
-  LLVMTypeRef *fnty;
-  /* per function */
-  ir_func *f;
-  int32_t fi;
-  LLVMValueRef F;
-  LLVMValueRef *val;
-  LLVMValueRef *cval;
-  LLVMBasicBlockRef entry;
-  ctl *cs;
-  int ncs;
-  LLVMValueRef dynsmem;
-  LLVMValueRef vprintf;
-  int need_libdevice, ftz;
-  int sm;           /* 80 for sm_80, 90 for sm_90a */
-  int ptx;          /* PTX ISA version (requested, or LLVM's default for sm) */
-  char *err;
-  size_t errcap;
-  int failed;
-  char diag[1024];
-  int diag_err;
-  /* line info (CUTE_C_LINEINFO) */
-  LLVMDIBuilderRef dib;
-  LLVMMetadataRef cu_file, sp, *scope_of; /* scope_of[string id]: per-file scope in this function */
-} cg;
-
-static int cgfail(cg *g, const ir_inst *in, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int cgfail(cg *g, const ir_inst *in, const char *fmt, ...) {
+/* ---- generator state: see codegen.h ---------------------------------------- */
+int cg_fail(cg *g, const ir_inst *in, const char *fmt, ...) {
   if (g->failed) return 1;
   g->failed = 1;
   char lb[256], m[768];
@@ -178,7 +127,7 @@ static void diag_handler(LLVMDiagnosticInfoRef di, void *ctx) {
   LLVMDisposeMessage(d);
 }
 
-static LLVMTypeRef lt(cg *g, int32_t t) {
+LLVMTypeRef cg_type(cg *g, int32_t t) {
   if (g->ty[t]) return g->ty[t];
   ir_type *ty = &g->ir->types[t];
   LLVMTypeRef r = NULL;
@@ -193,18 +142,18 @@ static LLVMTypeRef lt(cg *g, int32_t t) {
   case CUTE_T_BF16: r = g->tbf16; break;
   case CUTE_T_F32: r = g->tf32; break;
   case CUTE_T_F64: r = g->tf64; break;
-  case CUTE_T_VEC: r = LLVMVectorType(lt(g, ty->elem), ty->n); break;
+  case CUTE_T_VEC: r = LLVMVectorType(cg_type(g, ty->elem), ty->n); break;
   case CUTE_T_PTR: r = LLVMPointerTypeInContext(g->C, ty->n); break;
   }
   return g->ty[t] = r;
 }
 
-static LLVMValueRef V(cg *g, int32_t r) {
+LLVMValueRef cg_val(cg *g, int32_t r) {
   if (r > 0) return g->val[r];
   int32_t k = -r;
   if (g->cval[k]) return g->cval[k];
   ir_const *c = &g->f->cst[k];
-  LLVMTypeRef t = lt(g, c->type);
+  LLVMTypeRef t = cg_type(g, c->type);
   LLVMValueRef v;
   if (ir_scalar_class(c->type) == 3) {
     int bits = ir_bits(c->type);
@@ -215,12 +164,11 @@ static LLVMValueRef V(cg *g, int32_t r) {
   return g->cval[k] = v;
 }
 
-#define TY(r) ir_vtype(g->f, (r))
 
-static LLVMValueRef intr(cg *g, const ir_inst *in, const char *name, LLVMTypeRef *tys, int ntys,
+LLVMValueRef cg_intr(cg *g, const ir_inst *in, const char *name, LLVMTypeRef *tys, int ntys,
                          LLVMValueRef *args, int nargs) {
   unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-  if (!id) { cgfail(g, in, "LLVM 19 has no intrinsic %s", name); return NULL; }
+  if (!id) { cg_fail(g, in, "LLVM 19 has no intrinsic %s", name); return NULL; }
   LLVMValueRef fn = LLVMGetIntrinsicDeclaration(g->M, id, tys, (size_t)ntys);
   LLVMTypeRef fty = LLVMIntrinsicGetType(g->C, id, tys, (size_t)ntys);
   return LLVMBuildCall2(g->B, fty, fn, args, (unsigned)nargs, "");
@@ -232,7 +180,7 @@ static void add_call_attr(cg *g, LLVMValueRef call, const char *name) {
 }
 
 /* inline PTX; side: has side effects (and convergent) */
-static LLVMValueRef iasm(cg *g, LLVMTypeRef ret, const char *tmpl, const char *cons, LLVMValueRef *args,
+LLVMValueRef cg_iasm(cg *g, LLVMTypeRef ret, const char *tmpl, const char *cons, LLVMValueRef *args,
                          int nargs, int side) {
   LLVMTypeRef at[20];
   for (int i = 0; i < nargs && i < 20; i++) at[i] = LLVMTypeOf(args[i]);
@@ -295,7 +243,7 @@ static void emit_printf(cg *g, const ir_inst *in, const char *fmt, const int32_t
     LLVMValueRef fv[16];
     for (int i = 0; i < n && i < 16; i++) {
       int32_t t = TY(a[i]);
-      LLVMValueRef v = V(g, a[i]);
+      LLVMValueRef v = cg_val(g, a[i]);
       if (g->ir->types[t].kind == CUTE_T_PTR) {
         if (g->ir->types[t].n != 0) v = LLVMBuildAddrSpaceCast(g->B, v, g->tptr, "");
       } else if (ir_scalar_class(t) == 3) {
@@ -314,433 +262,6 @@ static void emit_printf(cg *g, const ir_inst *in, const char *fmt, const int32_t
   }
   (void)in;
   LLVMBuildCall2(g->B, LLVMGlobalGetValueType(g->vprintf), g->vprintf, args, 2, "");
-}
-
-/* ---- PTX type names for inline asm ------------------------------------------------- */
-static const char *ptx_tname(int32_t t) {
-  switch (t) {
-  case CUTE_T_I8: return "s8"; case CUTE_T_I16: return "s16"; case CUTE_T_I32: return "s32";
-  case CUTE_T_I64: return "s64"; case CUTE_T_U8: return "u8"; case CUTE_T_U16: return "u16";
-  case CUTE_T_U32: return "u32"; case CUTE_T_U64: return "u64"; case CUTE_T_F16: return "f16";
-  case CUTE_T_BF16: return "bf16"; case CUTE_T_F32: return "f32"; case CUTE_T_F64: return "f64";
-  default: return "b32";
-  }
-}
-
-/* value -> register form for asm: 8/16-bit -> i16 "h", f32 "f", f64 "d", 32 "r", 64 "l" */
-static LLVMValueRef to_reg(cg *g, int32_t t, LLVMValueRef v, char *c) {
-  switch (t) {
-  case CUTE_T_F32: *c = 'f'; return v;
-  case CUTE_T_F64: *c = 'd'; return v;
-  case CUTE_T_F16: case CUTE_T_BF16: *c = 'h'; return LLVMBuildBitCast(g->B, v, g->ti16, "");
-  case CUTE_T_I8: *c = 'h'; return LLVMBuildSExt(g->B, v, g->ti16, "");
-  case CUTE_T_U8: *c = 'h'; return LLVMBuildZExt(g->B, v, g->ti16, "");
-  case CUTE_T_I16: case CUTE_T_U16: *c = 'h'; return v;
-  case CUTE_T_I64: case CUTE_T_U64: *c = 'l'; return v;
-  default: *c = 'r'; return v;
-  }
-}
-static LLVMTypeRef reg_type(cg *g, int32_t t, char *c) {
-  switch (t) {
-  case CUTE_T_F32: *c = 'f'; return g->tf32;
-  case CUTE_T_F64: *c = 'd'; return g->tf64;
-  case CUTE_T_I64: case CUTE_T_U64: *c = 'l'; return g->ti64;
-  case CUTE_T_I32: case CUTE_T_U32: *c = 'r'; return g->ti32;
-  default: *c = 'h'; return g->ti16;
-  }
-}
-static LLVMValueRef from_reg(cg *g, int32_t t, LLVMValueRef v) {
-  switch (t) {
-  case CUTE_T_F16: case CUTE_T_BF16: return LLVMBuildBitCast(g->B, v, lt(g, t), "");
-  case CUTE_T_I8: case CUTE_T_U8: return LLVMBuildTrunc(g->B, v, g->ti8, "");
-  default: return v;
-  }
-}
-
-/* ---- conversions ---------------------------------------------------------------- */
-static LLVMValueRef emit_cvt(cg *g, const ir_inst *in, int32_t to, int32_t from, LLVMValueRef v, int rnd) {
-  cute_ir *ir = g->ir;
-  LLVMTypeRef T = lt(g, to);
-  if (to == from && !rnd) return v;
-  int32_t st = ir_scalar_of(ir, to), sf = ir_scalar_of(ir, from);
-  int ct = ir_scalar_class(st), cf = ir_scalar_class(sf);
-  if (rnd && ((sf == CUTE_T_BF16 && g->sm < 90) ||
-              (ct == 3 && cf == 3 && st != sf && ir_bits(st) == 16 && ir_bits(sf) == 16))) {
-    /* no direct cvt (bf16 sources before sm_90, f16 <-> bf16): widen exactly to f32 first */
-    return emit_cvt(g, in, to, CUTE_T_F32, LLVMBuildFPExt(g->B, v, g->tf32, ""), rnd);
-  }
-  /* before sm_90 there is no cvt to bf16 from f64 or integers: via f32 (directed
-     roundings compose exactly, rn may round twice) */
-  if (rnd && st == CUTE_T_BF16 && (sf == CUTE_T_F64 || cf != 3) && g->sm < 90)
-    return emit_cvt(g, in, to, CUTE_T_F32, emit_cvt(g, in, CUTE_T_F32, from, v, rnd), rnd);
-  if (rnd && st == CUTE_T_BF16 && g->sm < 80) {
-    /* no cvt to bf16 before sm_80: rn is LLVM's own conversion, rz truncates the bits */
-    if (sf != CUTE_T_F32) v = emit_cvt(g, in, CUTE_T_F32, from, v, rnd == CUTE_RND_RN ? 0 : rnd);
-    if (rnd == CUTE_RND_RN) return LLVMBuildFPTrunc(g->B, v, T, "");
-    if (rnd == CUTE_RND_RZ) {
-      LLVMValueRef bits = LLVMBuildLShr(g->B, LLVMBuildBitCast(g->B, v, g->ti32, ""), LLVMConstInt(g->ti32, 16, 0), "");
-      LLVMValueRef h = LLVMBuildTrunc(g->B, bits, g->ti16, "");
-      LLVMValueRef nan = LLVMBuildFCmp(g->B, LLVMRealUNO, v, v, "");
-      h = LLVMBuildSelect(g->B, nan, LLVMConstInt(g->ti16, 0x7fc0, 0), h, "");
-      return LLVMBuildBitCast(g->B, h, T, "");
-    }
-    cgfail(g, in, "cvt to bf16 with rounding %s needs sm_80 or newer (target sm_%d)", rnd == CUTE_RND_RM ? "rm" : "rp", g->sm);
-    return LLVMGetUndef(T);
-  }
-  if (rnd) {
-    static const char *const rn[] = {"", "rn", "rz", "rm", "rp"};
-    char tmpl[96], cons[16], c1, c2;
-    int fint = ct != 3; /* float -> int: .rni etc. */
-    int same_float = ct == 3 && cf == 3 && ir_bits(st) >= ir_bits(sf);
-    if (same_float) { /* widening: exact, or rounding to integral */
-      snprintf(tmpl, sizeof tmpl, "cvt.%si.%s.%s $0, $1;", rn[rnd], ptx_tname(st), ptx_tname(sf));
-      if (st == sf) {
-        LLVMValueRef r = to_reg(g, sf, v, &c2);
-        reg_type(g, st, &c1);
-        snprintf(cons, sizeof cons, "=%c,%c", c1, c2);
-        return from_reg(g, st, iasm(g, LLVMTypeOf(r), tmpl, cons, &r, 1, 0));
-      }
-      return LLVMBuildFPExt(g->B, v, T, "");
-    }
-    snprintf(tmpl, sizeof tmpl, "cvt.%s%s.%s.%s $0, $1;", rn[rnd], fint ? "i" : "", ptx_tname(st), ptx_tname(sf));
-    LLVMValueRef r = to_reg(g, sf, v, &c2);
-    if (ir_bits(sf) == 8) /* widened to 16 */
-      snprintf(tmpl, sizeof tmpl, "cvt.%s%s.%s.%s $0, $1;", rn[rnd], fint ? "i" : "", ptx_tname(st),
-               ir_is_signed(ir, sf) ? "s16" : "u16");
-    LLVMTypeRef rt = reg_type(g, st, &c1);
-    if (ir_bits(st) == 8)
-      snprintf(tmpl, sizeof tmpl, "cvt.%s%s.%s.%s $0, $1;", rn[rnd], fint ? "i" : "",
-               ir_is_signed(ir, st) ? "s16" : "u16", ptx_tname(sf));
-    snprintf(cons, sizeof cons, "=%c,%c", c1, c2);
-    return from_reg(g, st, iasm(g, rt, tmpl, cons, &r, 1, 0));
-  }
-  if (sf == CUTE_T_I1) {
-    if (ct == 3) return LLVMBuildUIToFP(g->B, v, T, "");
-    return LLVMBuildZExt(g->B, v, T, "");
-  }
-  if (st == CUTE_T_I1) {
-    if (cf == 3) return LLVMBuildFCmp(g->B, LLVMRealUNE, v, LLVMConstNull(lt(g, from)), "");
-    return LLVMBuildICmp(g->B, LLVMIntNE, v, LLVMConstNull(lt(g, from)), "");
-  }
-  if (ct != 3 && cf != 3) {
-    int bt = ir_bits(st), bf = ir_bits(sf);
-    if (bt == bf) return v;
-    if (bt < bf) return LLVMBuildTrunc(g->B, v, T, "");
-    return cf == 1 ? LLVMBuildSExt(g->B, v, T, "") : LLVMBuildZExt(g->B, v, T, "");
-  }
-  if (ct == 3 && cf != 3) return cf == 1 ? LLVMBuildSIToFP(g->B, v, T, "") : LLVMBuildUIToFP(g->B, v, T, "");
-  if (ct != 3 && cf == 3) return ct == 1 ? LLVMBuildFPToSI(g->B, v, T, "") : LLVMBuildFPToUI(g->B, v, T, "");
-  /* float -> float */
-  if (ir_bits(st) > ir_bits(sf)) return LLVMBuildFPExt(g->B, v, T, "");
-  if (ir_bits(st) < ir_bits(sf)) return LLVMBuildFPTrunc(g->B, v, T, "");
-  /* f16 <-> bf16 (lane-wise for vectors) */
-  (void)in;
-  LLVMTypeRef mid = ir->types[to].kind == CUTE_T_VEC ? LLVMVectorType(g->tf32, ir->types[to].n) : g->tf32;
-  return LLVMBuildFPTrunc(g->B, LLVMBuildFPExt(g->B, v, mid, ""), T, "");
-}
-
-/* ---- math ------------------------------------------------------------------------------- */
-static LLVMValueRef libdev(cg *g, const char *name, LLVMTypeRef t, LLVMValueRef *args, int n) {
-  LLVMValueRef fn = LLVMGetNamedFunction(g->M, name);
-  LLVMTypeRef pt[2] = {t, t};
-  LLVMTypeRef fty = LLVMFunctionType(t, pt, (unsigned)n, 0);
-  if (!fn) fn = LLVMAddFunction(g->M, name, fty);
-  g->need_libdevice = 1;
-  return LLVMBuildCall2(g->B, fty, fn, args, (unsigned)n, "");
-}
-
-static LLVMValueRef fconst(cg *g, LLVMTypeRef t, double d) { return LLVMConstReal(t, d); }
-
-static LLVMValueRef emit_math(cg *g, const ir_inst *in, int op, LLVMValueRef x, LLVMValueRef y) {
-  int32_t t = in->type;
-  int fast = in->imm == CUTE_MATH_FAST;
-  if (t == CUTE_T_F16 || t == CUTE_T_BF16) {
-    x = LLVMBuildFPExt(g->B, x, g->tf32, "");
-    if (y) y = LLVMBuildFPExt(g->B, y, g->tf32, "");
-    ir_inst tmp = *in;
-    tmp.type = CUTE_T_F32;
-    LLVMValueRef r = emit_math(g, &tmp, op, x, y);
-    return r ? LLVMBuildFPTrunc(g->B, r, lt(g, t), "") : NULL;
-  }
-  LLVMTypeRef T = lt(g, t);
-  int d = t == CUTE_T_F64;
-  LLVMValueRef args[2] = {x, y};
-  const char *f = g->ftz ? "ftz." : "";
-  char nm[64];
-  if (op == IR_FLOOR || op == IR_CEIL || op == IR_TRUNC || op == IR_ROUND) {
-    const char *n = op == IR_FLOOR ? "llvm.floor" : op == IR_CEIL ? "llvm.ceil" : op == IR_TRUNC ? "llvm.trunc" : "llvm.rint";
-    return intr(g, in, n, &T, 1, args, 1);
-  }
-  if (op == IR_SQRT) {
-    if (fast && !d) { snprintf(nm, sizeof nm, "llvm.nvvm.sqrt.approx.%sf", f); return intr(g, in, nm, NULL, 0, args, 1); }
-    return intr(g, in, "llvm.sqrt", &T, 1, args, 1);
-  }
-  if (op == IR_RSQRT) {
-    if (fast) {
-      snprintf(nm, sizeof nm, "llvm.nvvm.rsqrt.approx.%s%s", d ? "" : f, d ? "d" : "f");
-      return intr(g, in, nm, NULL, 0, args, 1);
-    }
-    LLVMValueRef s = intr(g, in, "llvm.sqrt", &T, 1, args, 1);
-    return s ? LLVMBuildFDiv(g->B, fconst(g, T, 1.0), s, "") : NULL;
-  }
-  if (op == IR_RCP) {
-    if (fast) return intr(g, in, d ? "llvm.nvvm.rcp.approx.ftz.d" : "llvm.nvvm.rcp.approx.ftz.f", NULL, 0, args, 1);
-    return LLVMBuildFDiv(g->B, fconst(g, T, 1.0), x, "");
-  }
-  if (fast && !d) {
-    const double LOG2E = 1.4426950408889634, LN2 = 0.6931471805599453;
-    switch (op) {
-    case IR_EXP2: snprintf(nm, sizeof nm, "llvm.nvvm.ex2.approx.%sf", f); return intr(g, in, nm, NULL, 0, args, 1);
-    case IR_EXP:
-      args[0] = LLVMBuildFMul(g->B, x, fconst(g, T, LOG2E), "");
-      snprintf(nm, sizeof nm, "llvm.nvvm.ex2.approx.%sf", f);
-      return intr(g, in, nm, NULL, 0, args, 1);
-    case IR_LOG2: snprintf(nm, sizeof nm, "llvm.nvvm.lg2.approx.%sf", f); return intr(g, in, nm, NULL, 0, args, 1);
-    case IR_LOG: {
-      snprintf(nm, sizeof nm, "llvm.nvvm.lg2.approx.%sf", f);
-      LLVMValueRef l = intr(g, in, nm, NULL, 0, args, 1);
-      return l ? LLVMBuildFMul(g->B, l, fconst(g, T, LN2), "") : NULL;
-    }
-    case IR_SIN: snprintf(nm, sizeof nm, "llvm.nvvm.sin.approx.%sf", f); return intr(g, in, nm, NULL, 0, args, 1);
-    case IR_COS: snprintf(nm, sizeof nm, "llvm.nvvm.cos.approx.%sf", f); return intr(g, in, nm, NULL, 0, args, 1);
-    case IR_TANH:
-      if (g->sm < 75 || g->ptx < 70) break; /* tanh.approx: sm_75 and PTX 7.0, else libdevice */
-      return iasm(g, T, "tanh.approx.f32 $0, $1;", "=f,f", args, 1, 0);
-    case IR_POW: {
-      snprintf(nm, sizeof nm, "llvm.nvvm.lg2.approx.%sf", f);
-      LLVMValueRef l = intr(g, in, nm, NULL, 0, args, 1);
-      if (!l) return NULL;
-      args[0] = LLVMBuildFMul(g->B, y, l, "");
-      snprintf(nm, sizeof nm, "llvm.nvvm.ex2.approx.%sf", f);
-      return intr(g, in, nm, NULL, 0, args, 1);
-    }
-    case IR_ERF: {
-      /* Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7) with ex2.approx */
-      LLVMValueRef ax = intr(g, in, "llvm.fabs", &T, 1, args, 1);
-      LLVMValueRef tt = LLVMBuildFDiv(g->B, fconst(g, T, 1.0),
-                                      LLVMBuildFAdd(g->B, fconst(g, T, 1.0), LLVMBuildFMul(g->B, ax, fconst(g, T, 0.3275911), ""), ""), "");
-      static const double c[5] = {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592};
-      LLVMValueRef p = fconst(g, T, c[0]);
-      for (int i = 1; i < 5; i++) p = LLVMBuildFAdd(g->B, LLVMBuildFMul(g->B, p, tt, ""), fconst(g, T, c[i]), "");
-      p = LLVMBuildFMul(g->B, p, tt, "");
-      LLVMValueRef e = LLVMBuildFMul(g->B, LLVMBuildFMul(g->B, ax, ax, ""), fconst(g, T, -LOG2E), "");
-      snprintf(nm, sizeof nm, "llvm.nvvm.ex2.approx.%sf", f);
-      e = intr(g, in, nm, NULL, 0, &e, 1);
-      if (!e) return NULL;
-      LLVMValueRef r = LLVMBuildFSub(g->B, fconst(g, T, 1.0), LLVMBuildFMul(g->B, p, e, ""), "");
-      LLVMValueRef cp[2] = {r, x};
-      return intr(g, in, "llvm.copysign", &T, 1, cp, 2);
-    }
-    default: break;
-    }
-  }
-  static const struct { int op; const char *n; } ld[] = {
-      {IR_EXP, "exp"}, {IR_EXP2, "exp2"}, {IR_LOG, "log"}, {IR_LOG2, "log2"}, {IR_SIN, "sin"},
-      {IR_COS, "cos"}, {IR_TANH, "tanh"}, {IR_ERF, "erf"}, {IR_POW, "pow"}};
-  for (size_t i = 0; i < sizeof ld / sizeof ld[0]; i++)
-    if (ld[i].op == op) {
-      snprintf(nm, sizeof nm, "__nv_%s%s", ld[i].n, d ? "" : "f");
-      return libdev(g, nm, T, args, op == IR_POW ? 2 : 1);
-    }
-  cgfail(g, in, "no lowering for %s", ir_ops[op].name);
-  return NULL;
-}
-
-/* ---- memory -------------------------------------------------------------------------- */
-static int natural_align(cg *g, int32_t t) {
-  int s = ir_tsize(g->ir, t);
-  return s > 16 ? 16 : s < 1 ? 1 : s;
-}
-
-static const char *space_sfx(int sp) {
-  return sp == CUTE_AS_GLOBAL ? ".global" : sp == CUTE_AS_SHARED ? ".shared" : sp == CUTE_AS_LOCAL ? ".local" : "";
-}
-
-/* load/store with a cache operator through inline PTX, moving bits as b32 lanes */
-static LLVMValueRef hinted_access(cg *g, const ir_inst *in, int32_t t, int sp, LLVMValueRef p, LLVMValueRef val) {
-  static const char *const hn[] = {"", "nc", "cs", "cg", "ca", "lu", "cv", "wb", "wt", "volatile"};
-  int size = ir_tsize(g->ir, t);
-  int lanes = size >= 4 ? size / 4 : 1;
-  const char *bt = size >= 4 ? "b32" : size == 2 ? "b16" : "b8";
-  LLVMTypeRef lty = size >= 4 ? g->ti32 : g->ti16;
-  char tmpl[160], cons[64], vec[8];
-  snprintf(vec, sizeof vec, lanes > 1 ? ".v%d" : "", lanes);
-  const char *op = in->op == IR_LOAD ? "ld" : "st";
-  const char *h = hn[in->imm];
-  ir_buf rb = {0};
-  for (int i = 0; i < lanes; i++) ir_buf_printf(&rb, "%s$%d", i ? "," : "", in->op == IR_LOAD ? i : i + 1);
-  char regs[96];
-  snprintf(regs, sizeof regs, lanes > 1 ? "{%s}" : "%s", rb.p ? rb.p : "");
-  free(rb.p);
-  if (in->op == IR_LOAD) {
-    snprintf(tmpl, sizeof tmpl, "%s%s.%s%s.%s %s, [$%d];", op, space_sfx(sp), h, vec, bt, regs, lanes);
-    size_t k = 0;
-    for (int i = 0; i < lanes; i++) k += (size_t)snprintf(cons + k, sizeof cons - k, "=%c,", size >= 4 ? 'r' : 'h');
-    snprintf(cons + k, sizeof cons - k, "l,~{memory}");
-    LLVMTypeRef rt = lty;
-    if (lanes > 1) {
-      LLVMTypeRef f[4] = {lty, lty, lty, lty};
-      rt = LLVMStructTypeInContext(g->C, f, (unsigned)lanes, 0);
-    }
-    LLVMValueRef r = iasm(g, rt, tmpl, cons, &p, 1, 1);
-    LLVMValueRef bits;
-    if (lanes > 1) {
-      bits = LLVMGetPoison(LLVMVectorType(g->ti32, (unsigned)lanes));
-      for (int i = 0; i < lanes; i++)
-        bits = LLVMBuildInsertElement(g->B, bits, LLVMBuildExtractValue(g->B, r, (unsigned)i, ""),
-                                      LLVMConstInt(g->ti32, (unsigned)i, 0), "");
-    } else {
-      bits = r;
-      if (size == 1) bits = LLVMBuildTrunc(g->B, r, g->ti8, "");
-    }
-    return LLVMBuildBitCast(g->B, bits, lt(g, t), "");
-  }
-  snprintf(tmpl, sizeof tmpl, "%s%s.%s%s.%s [$0], %s;", op, space_sfx(sp), h, vec, bt, regs);
-  LLVMValueRef args[5];
-  args[0] = p;
-  size_t k = (size_t)snprintf(cons, sizeof cons, "l");
-  if (lanes > 1) {
-    LLVMValueRef bv = LLVMBuildBitCast(g->B, val, LLVMVectorType(g->ti32, (unsigned)lanes), "");
-    for (int i = 0; i < lanes; i++) {
-      args[i + 1] = LLVMBuildExtractElement(g->B, bv, LLVMConstInt(g->ti32, (unsigned)i, 0), "");
-      k += (size_t)snprintf(cons + k, sizeof cons - k, ",r");
-    }
-  } else {
-    LLVMValueRef bv = LLVMBuildBitCast(g->B, val, size == 1 ? g->ti8 : size == 2 ? g->ti16 : g->ti32, "");
-    if (size == 1) bv = LLVMBuildZExt(g->B, bv, g->ti16, "");
-    args[1] = bv;
-    k += (size_t)snprintf(cons + k, sizeof cons - k, ",%c", size >= 4 ? 'r' : 'h');
-  }
-  snprintf(cons + k, sizeof cons - k, ",~{memory}");
-  iasm(g, g->tvoid, tmpl, cons, args, lanes + 1, 1);
-  return NULL;
-}
-
-static LLVMValueRef emit_atom(cg *g, const ir_inst *in, const int32_t *a) {
-  int32_t pt = TY(a[0]);
-  int sp = g->ir->types[pt].n;
-  int32_t e = g->ir->types[pt].elem;
-  int scope = (int)(in->op == IR_ATOM ? in->imm2 : in->imm);
-  int isvec = g->ir->types[e].kind == CUTE_T_VEC;
-  LLVMValueRef p = V(g, a[0]);
-  if (isvec && g->ir->types[e].elem == CUTE_T_BF16 && g->sm < 90) {
-    cgfail(g, in, "atom add on bf16x2 needs sm_90 or newer (target sm_%d)", g->sm);
-    return NULL;
-  }
-  if (scope == CUTE_SCOPE_GPU && !isvec) {
-    if (in->op == IR_CAS) {
-      LLVMValueRef x = LLVMBuildAtomicCmpXchg(g->B, p, V(g, a[1]), V(g, a[2]), LLVMAtomicOrderingMonotonic,
-                                              LLVMAtomicOrderingMonotonic, 0);
-      return LLVMBuildExtractValue(g->B, x, 0, "");
-    }
-    int fl = ir_scalar_class(e) == 3, sg = ir_is_signed(g->ir, e);
-    LLVMAtomicRMWBinOp op;
-    switch (in->imm) {
-    case CUTE_ATOM_ADD: op = fl ? LLVMAtomicRMWBinOpFAdd : LLVMAtomicRMWBinOpAdd; break;
-    case CUTE_ATOM_MIN: op = sg ? LLVMAtomicRMWBinOpMin : LLVMAtomicRMWBinOpUMin; break;
-    case CUTE_ATOM_MAX: op = sg ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpUMax; break;
-    case CUTE_ATOM_AND: op = LLVMAtomicRMWBinOpAnd; break;
-    case CUTE_ATOM_OR: op = LLVMAtomicRMWBinOpOr; break;
-    case CUTE_ATOM_XOR: op = LLVMAtomicRMWBinOpXor; break;
-    case CUTE_ATOM_EXCH: op = LLVMAtomicRMWBinOpXchg; break;
-    case CUTE_ATOM_INC: op = LLVMAtomicRMWBinOpUIncWrap; break;
-    default: op = LLVMAtomicRMWBinOpUDecWrap; break;
-    }
-    LLVMValueRef v = V(g, a[1]);
-    if (op == LLVMAtomicRMWBinOpUIncWrap || op == LLVMAtomicRMWBinOpUDecWrap) {
-      /* PTX atom.inc/dec wrap at the operand: map to the intrinsic-free asm path */
-      goto asm_path;
-    }
-    return LLVMBuildAtomicRMW(g->B, op, p, v, LLVMAtomicOrderingMonotonic, 0);
-  }
-asm_path:;
-  static const char *const sc[] = {".gpu", ".cta", ".sys"};
-  static const char *const on[] = {"add", "min", "max", "and", "or", "xor", "exch", "inc", "dec"};
-  char tmpl[128], cons[48], c;
-  int bits = ir_tsize(g->ir, e) * 8;
-  const char *tn;
-  if (isvec) tn = g->ir->types[e].elem == CUTE_T_F16 ? "noftz.f16x2" : "noftz.bf16x2";
-  else if (in->op == IR_CAS || in->imm == CUTE_ATOM_EXCH || in->imm == CUTE_ATOM_AND || in->imm == CUTE_ATOM_OR ||
-           in->imm == CUTE_ATOM_XOR)
-    tn = bits == 64 ? "b64" : "b32";
-  else if (ir_scalar_class(e) == 3) tn = ptx_tname(e);
-  else if (in->imm == CUTE_ATOM_ADD) tn = bits == 64 ? "u64" : "u32";
-  else tn = ptx_tname(e);
-  LLVMTypeRef rt;
-  if (isvec) { rt = g->ti32; c = 'r'; }
-  else rt = reg_type(g, e, &c);
-  if (in->op == IR_CAS) {
-    snprintf(tmpl, sizeof tmpl, "atom%s%s.cas.%s $0, [$1], $2, $3;", sc[scope], space_sfx(sp), tn);
-    snprintf(cons, sizeof cons, "=%c,l,%c,%c,~{memory}", c, c, c);
-    LLVMValueRef args[3] = {p, V(g, a[1]), V(g, a[2])};
-    return iasm(g, rt, tmpl, cons, args, 3, 1);
-  }
-  snprintf(tmpl, sizeof tmpl, "atom%s%s.%s.%s $0, [$1], $2;", sc[scope], space_sfx(sp), on[in->imm], tn);
-  snprintf(cons, sizeof cons, "=%c,l,%c,~{memory}", c, c);
-  LLVMValueRef v = V(g, a[1]);
-  if (isvec) v = LLVMBuildBitCast(g->B, v, g->ti32, "");
-  LLVMValueRef args[2] = {p, v};
-  LLVMValueRef r = iasm(g, rt, tmpl, cons, args, 2, 1);
-  return isvec ? LLVMBuildBitCast(g->B, r, lt(g, e), "") : r;
-}
-
-static LLVMValueRef shfl32(cg *g, const ir_inst *in, LLVMValueRef v, int isf, LLVMValueRef lane, LLVMValueRef mask) {
-  static const char *const mn[] = {"idx", "up", "down", "bfly"};
-  char nm[64];
-  snprintf(nm, sizeof nm, "llvm.nvvm.shfl.sync.%s.%s", mn[in->imm], isf ? "f32" : "i32");
-  int w = (int)in->imm2;
-  unsigned cval = (unsigned)((32 - w) << 8) | (in->imm == CUTE_SHFL_UP ? 0u : 0x1fu);
-  LLVMValueRef args[4] = {mask, v, lane, LLVMConstInt(g->ti32, cval, 0)};
-  return intr(g, in, nm, NULL, 0, args, 4);
-}
-
-static LLVMValueRef emit_shfl(cg *g, const ir_inst *in, const int32_t *a) {
-  int32_t t = TY(a[0]);
-  LLVMValueRef v = V(g, a[0]), lane = V(g, a[1]), mask = V(g, a[2]);
-  if (t == CUTE_T_F32) return shfl32(g, in, v, 1, lane, mask);
-  if (ir_tsize(g->ir, t) == 4) {
-    LLVMValueRef r = shfl32(g, in, t == CUTE_T_I32 || t == CUTE_T_U32 ? v : LLVMBuildBitCast(g->B, v, g->ti32, ""), 0, lane, mask);
-    return r && t != CUTE_T_I32 && t != CUTE_T_U32 ? LLVMBuildBitCast(g->B, r, lt(g, t), "") : r;
-  }
-  LLVMTypeRef v2 = LLVMVectorType(g->ti32, 2);
-  LLVMValueRef bv = LLVMBuildBitCast(g->B, v, v2, "");
-  LLVMValueRef out = LLVMGetPoison(v2);
-  for (unsigned i = 0; i < 2; i++) {
-    LLVMValueRef idx = LLVMConstInt(g->ti32, i, 0);
-    LLVMValueRef r = shfl32(g, in, LLVMBuildExtractElement(g->B, bv, idx, ""), 0, lane, mask);
-    if (!r) return NULL;
-    out = LLVMBuildInsertElement(g->B, out, r, idx, "");
-  }
-  return LLVMBuildBitCast(g->B, out, lt(g, t), "");
-}
-
-static void set_loop_md(cg *g, LLVMValueRef brinst, int64_t unroll) {
-  if (!unroll) return;
-  LLVMMetadataRef prop;
-  if (unroll > 0) {
-    LLVMMetadataRef ops[2] = {LLVMMDStringInContext2(g->C, "llvm.loop.unroll.count", 22),
-                              LLVMValueAsMetadata(LLVMConstInt(g->ti32, (unsigned long long)unroll, 0))};
-    prop = LLVMMDNodeInContext2(g->C, ops, 2);
-  } else {
-    const char *s = unroll == CUTE_UNROLL_FULL ? "llvm.loop.unroll.full" : "llvm.loop.unroll.disable";
-    LLVMMetadataRef ms = LLVMMDStringInContext2(g->C, s, strlen(s));
-    prop = LLVMMDNodeInContext2(g->C, &ms, 1);
-  }
-  LLVMMetadataRef tmp = LLVMTemporaryMDNode(g->C, NULL, 0);
-  LLVMMetadataRef ops[2] = {tmp, prop};
-  LLVMMetadataRef node = LLVMMDNodeInContext2(g->C, ops, 2);
-  LLVMMetadataReplaceAllUsesWith(tmp, node);
-  unsigned kind = LLVMGetMDKindIDInContext(g->C, "llvm.loop", 9);
-  LLVMSetMetadata(brinst, kind, LLVMMetadataAsValue(g->C, node));
-}
-
-static LLVMValueRef sreg(cg *g, const ir_inst *in) {
-  static const char *const names[] = {IR_SREG_NAMES};
-  char nm[80], part[32];
-  snprintf(part, sizeof part, "%s", names[in->imm]);
-  for (char *p = part; *p; p++) if (*p == '_') *p = '.';
-  snprintf(nm, sizeof nm, "llvm.nvvm.read.ptx.sreg.%s", part);
-  return intr(g, in, nm, NULL, 0, NULL, 0);
 }
 
 /* ---- line info ------------------------------------------------------------------------------ */
@@ -787,10 +308,10 @@ static int gen_body(cg *g) {
   for (int32_t r = f->nparams + 1; r < f->ninst && !g->failed; r++) {
     ir_inst *in = &f->inst[r];
     const int32_t *a = ir_args(f, in);
-    LLVMValueRef x = in->nargs > 0 ? V(g, a[0]) : NULL, y = in->nargs > 1 ? V(g, a[1]) : NULL;
+    LLVMValueRef x = in->nargs > 0 ? cg_val(g, a[0]) : NULL, y = in->nargs > 1 ? cg_val(g, a[1]) : NULL;
     int32_t t0 = in->nargs > 0 ? TY(a[0]) : 0;
     int isf = ir_is_float(ir, t0), sg = ir_is_signed(ir, t0);
-    LLVMTypeRef T = lt(g, in->type);
+    LLVMTypeRef T = cg_type(g, in->type);
     LLVMValueRef res = NULL;
     ctl *top = g->ncs ? &g->cs[g->ncs - 1] : NULL;
     if (g->dib) set_debug_loc(g, in);
@@ -862,10 +383,10 @@ static int gen_body(cg *g) {
       if (c.op == IR_FOR) {
         br(g, c.latch);
         LLVMPositionBuilderAtEnd(g->B, c.latch);
-        LLVMValueRef next = LLVMBuildAdd(g->B, c.iv, V(g, ir_args(f, &f->inst[c.opener])[2]), "");
+        LLVMValueRef next = LLVMBuildAdd(g->B, c.iv, cg_val(g, ir_args(f, &f->inst[c.opener])[2]), "");
         LLVMAddIncoming(c.iv, &next, &c.latch, 1);
         LLVMValueRef b = LLVMBuildBr(g->B, c.head);
-        set_loop_md(g, b, f->inst[c.opener].imm);
+        cg_loop_md(g, b, f->inst[c.opener].imm);
         LLVMPositionBuilderAtEnd(g->B, c.exitb);
       } else if (c.op == IR_WHILE) {
         br(g, c.head);
@@ -880,7 +401,7 @@ static int gen_body(cg *g) {
         LLVMPositionBuilderAtEnd(g->B, c.exitb);
         ir_inst *o = &f->inst[c.opener];
         if (o->type != CUTE_T_VOID) {
-          LLVMValueRef phi = LLVMBuildPhi(g->B, lt(g, o->type), "");
+          LLVMValueRef phi = LLVMBuildPhi(g->B, cg_type(g, o->type), "");
           LLVMValueRef vals[2] = {c.then_val, c.else_val};
           LLVMBasicBlockRef bbs[2] = {c.then_end, last};
           LLVMAddIncoming(phi, vals, bbs, 2);
@@ -906,12 +427,12 @@ static int gen_body(cg *g) {
       break;
     case IR_CALL: {
       LLVMValueRef args[16];
-      for (int i = 0; i < in->nargs; i++) args[i] = V(g, a[i]);
+      for (int i = 0; i < in->nargs; i++) args[i] = cg_val(g, a[i]);
       res = LLVMBuildCall2(g->B, g->fnty[in->imm], g->fn[in->imm], args, in->nargs, "");
       break;
     }
     case IR_VAR: {
-      res = entry_alloca(g, T, natural_align(g, in->type));
+      res = entry_alloca(g, T, cg_natural_align(g, in->type));
       if (x) LLVMBuildStore(g->B, x, res);
       break;
     }
@@ -930,7 +451,7 @@ static int gen_body(cg *g) {
       const char *n = isf ? (in->op == IR_MIN ? "llvm.minnum" : "llvm.maxnum")
                           : in->op == IR_MIN ? (sg ? "llvm.smin" : "llvm.umin") : (sg ? "llvm.smax" : "llvm.umax");
       LLVMValueRef args[2] = {x, y};
-      res = intr(g, in, n, &T, 1, args, 2);
+      res = cg_intr(g, in, n, &T, 1, args, 2);
       break;
     }
     case IR_MULHI: {
@@ -950,15 +471,15 @@ static int gen_body(cg *g) {
     case IR_NEG: res = isf ? LLVMBuildFNeg(g->B, x, "") : LLVMBuildNeg(g->B, x, ""); break;
     case IR_NOT: res = LLVMBuildNot(g->B, x, ""); break;
     case IR_ABS:
-      if (isf) res = intr(g, in, "llvm.fabs", &T, 1, &x, 1);
+      if (isf) res = cg_intr(g, in, "llvm.fabs", &T, 1, &x, 1);
       else {
         LLVMValueRef args[2] = {x, LLVMConstInt(g->ti1, 0, 0)};
-        res = intr(g, in, "llvm.abs", &T, 1, args, 2);
+        res = cg_intr(g, in, "llvm.abs", &T, 1, args, 2);
       }
       break;
     case IR_FMA: {
-      LLVMValueRef args[3] = {x, y, V(g, a[2])};
-      res = intr(g, in, "llvm.fma", &T, 1, args, 3);
+      LLVMValueRef args[3] = {x, y, cg_val(g, a[2])};
+      res = cg_intr(g, in, "llvm.fma", &T, 1, args, 3);
       break;
     }
     case IR_EQ: case IR_NE: case IR_LT: case IR_LE: case IR_GT: case IR_GE: {
@@ -974,8 +495,8 @@ static int gen_body(cg *g) {
       break;
     }
     case IR_ISNAN: res = LLVMBuildFCmp(g->B, LLVMRealUNO, x, x, ""); break;
-    case IR_SELECT: res = LLVMBuildSelect(g->B, x, y, V(g, a[2]), ""); break;
-    case IR_CVT: res = emit_cvt(g, in, in->type, t0, x, (int)in->imm); break;
+    case IR_SELECT: res = LLVMBuildSelect(g->B, x, y, cg_val(g, a[2]), ""); break;
+    case IR_CVT: res = cg_cvt(g, in, in->type, t0, x, (int)in->imm); break;
     case IR_BITCAST:
       if (ir->types[t0].kind == CUTE_T_PTR) res = LLVMBuildPtrToInt(g->B, x, T, "");
       else if (ir->types[in->type].kind == CUTE_T_PTR) res = LLVMBuildIntToPtr(g->B, x, T, "");
@@ -987,19 +508,19 @@ static int gen_body(cg *g) {
     case IR_SQRT: case IR_RSQRT: case IR_RCP: case IR_EXP: case IR_EXP2: case IR_LOG: case IR_LOG2:
     case IR_SIN: case IR_COS: case IR_TANH: case IR_ERF: case IR_POW: case IR_FLOOR: case IR_CEIL:
     case IR_TRUNC: case IR_ROUND:
-      res = emit_math(g, in, in->op, x, y);
+      res = cg_math(g, in, in->op, x, y);
       break;
     case IR_POPC: case IR_CLZ: {
       LLVMTypeRef xt = LLVMTypeOf(x);
       LLVMValueRef args[2] = {x, LLVMConstInt(g->ti1, 0, 0)};
-      res = intr(g, in, in->op == IR_POPC ? "llvm.ctpop" : "llvm.ctlz", &xt, 1, args, in->op == IR_POPC ? 1 : 2);
+      res = cg_intr(g, in, in->op == IR_POPC ? "llvm.ctpop" : "llvm.ctlz", &xt, 1, args, in->op == IR_POPC ? 1 : 2);
       if (res && ir_bits(t0) == 64) res = LLVMBuildTrunc(g->B, res, g->ti32, "");
       break;
     }
-    case IR_BREV: res = intr(g, in, "llvm.bitreverse", &T, 1, &x, 1); break;
+    case IR_BREV: res = cg_intr(g, in, "llvm.bitreverse", &T, 1, &x, 1); break;
     case IR_PRMT: {
-      LLVMValueRef args[3] = {x, y, V(g, a[2])};
-      res = intr(g, in, "llvm.nvvm.prmt", NULL, 0, args, 3);
+      LLVMValueRef args[3] = {x, y, cg_val(g, a[2])};
+      res = cg_intr(g, in, "llvm.nvvm.prmt", NULL, 0, args, 3);
       break;
     }
     case IR_EXTRACT: res = LLVMBuildExtractElement(g->B, x, LLVMConstInt(g->ti32, (unsigned long long)in->imm, 0), ""); break;
@@ -1008,15 +529,15 @@ static int gen_body(cg *g) {
       int n = ir->types[in->type].n;
       res = LLVMGetPoison(T);
       for (int i = 0; i < n; i++)
-        res = LLVMBuildInsertElement(g->B, res, V(g, a[in->nargs == 1 ? 0 : i]), LLVMConstInt(g->ti32, (unsigned)i, 0), "");
+        res = LLVMBuildInsertElement(g->B, res, cg_val(g, a[in->nargs == 1 ? 0 : i]), LLVMConstInt(g->ti32, (unsigned)i, 0), "");
       break;
     }
     case IR_LOAD: case IR_STORE: {
       int sp = ir->types[t0].n;
       int32_t et = ir->types[t0].elem;
-      int al = in->imm2 ? (int)in->imm2 : natural_align(g, et);
+      int al = in->imm2 ? (int)in->imm2 : cg_natural_align(g, et);
       if (in->imm && in->imm != CUTE_HINT_NC && in->imm != CUTE_HINT_VOLATILE) {
-        res = hinted_access(g, in, et, sp, x, y);
+        res = cg_access(g, in, et, sp, x, y);
         break;
       }
       LLVMValueRef m = in->op == IR_LOAD ? LLVMBuildLoad2(g->B, T, x, "") : LLVMBuildStore(g->B, y, x);
@@ -1033,18 +554,18 @@ static int gen_body(cg *g) {
       LLVMValueRef idx = y;
       int32_t it = TY(a[1]);
       if (ir_bits(it) < 64) idx = ir_is_signed(ir, it) ? LLVMBuildSExt(g->B, y, g->ti64, "") : LLVMBuildZExt(g->B, y, g->ti64, "");
-      res = LLVMBuildInBoundsGEP2(g->B, lt(g, ir->types[t0].elem), x, &idx, 1, "");
+      res = LLVMBuildInBoundsGEP2(g->B, cg_type(g, ir->types[t0].elem), x, &idx, 1, "");
       break;
     }
     case IR_SHARED: {
       int32_t et = ir->types[in->type].elem;
-      LLVMTypeRef at = LLVMArrayType2(lt(g, et), (uint64_t)in->imm);
+      LLVMTypeRef at = LLVMArrayType2(cg_type(g, et), (uint64_t)in->imm);
       char nm[160];
       snprintf(nm, sizeof nm, "%s_smem%d", ir_strget(ir, f->name), r);
       LLVMValueRef gv = LLVMAddGlobalInAddressSpace(g->M, at, nm, CUTE_AS_SHARED);
       LLVMSetInitializer(gv, LLVMGetUndef(at));
       LLVMSetLinkage(gv, LLVMInternalLinkage);
-      int al = natural_align(g, et);
+      int al = cg_natural_align(g, et);
       if (in->imm2 > al) al = (int)in->imm2;
       LLVMSetAlignment(gv, (unsigned)al);
       res = gv;
@@ -1063,42 +584,42 @@ static int gen_body(cg *g) {
     }
     case IR_LOCAL: {
       int32_t et = ir->types[in->type].elem;
-      int al = natural_align(g, et);
+      int al = cg_natural_align(g, et);
       if (in->imm2 > al) al = (int)in->imm2;
-      LLVMValueRef av = entry_alloca(g, LLVMArrayType2(lt(g, et), (uint64_t)in->imm), al);
+      LLVMValueRef av = entry_alloca(g, LLVMArrayType2(cg_type(g, et), (uint64_t)in->imm), al);
       res = LLVMBuildAddrSpaceCast(g->B, av, T, "");
       break;
     }
-    case IR_SREG: res = sreg(g, in); break;
+    case IR_SREG: res = cg_sreg(g, in); break;
     case IR_BAR:
-      if (!in->imm && !in->imm2) intr(g, in, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+      if (!in->imm && !in->imm2) cg_intr(g, in, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
       else {
         char tmpl[64];
         if (in->imm2) snprintf(tmpl, sizeof tmpl, "bar.sync %d, %d;", (int)in->imm, (int)in->imm2);
         else snprintf(tmpl, sizeof tmpl, "bar.sync %d;", (int)in->imm);
-        iasm(g, g->tvoid, tmpl, "~{memory}", NULL, 0, 1);
+        cg_iasm(g, g->tvoid, tmpl, "~{memory}", NULL, 0, 1);
       }
       break;
     case IR_FENCE: {
       static const char *const fn[] = {"llvm.nvvm.membar.gl", "llvm.nvvm.membar.cta", "llvm.nvvm.membar.sys"};
-      intr(g, in, fn[in->imm], NULL, 0, NULL, 0);
+      cg_intr(g, in, fn[in->imm], NULL, 0, NULL, 0);
       break;
     }
     case IR_SHFL:
-      if (g->sm < 70) { cgfail(g, in, "shfl.sync needs sm_70 or newer (target sm_%d)", g->sm); break; }
-      res = emit_shfl(g, in, a);
+      if (g->sm < 70) { cg_fail(g, in, "shfl.sync needs sm_70 or newer (target sm_%d)", g->sm); break; }
+      res = cg_shfl(g, in, a);
       break;
     case IR_VOTE: {
-      if (g->sm < 70) { cgfail(g, in, "vote.sync needs sm_70 or newer (target sm_%d)", g->sm); break; }
+      if (g->sm < 70) { cg_fail(g, in, "vote.sync needs sm_70 or newer (target sm_%d)", g->sm); break; }
       static const char *const vn[] = {"llvm.nvvm.vote.all.sync", "llvm.nvvm.vote.any.sync",
                                        "llvm.nvvm.vote.uni.sync", "llvm.nvvm.vote.ballot.sync"};
       LLVMValueRef args[2] = {x, y};
-      res = intr(g, in, vn[in->imm], NULL, 0, args, 2);
+      res = cg_intr(g, in, vn[in->imm], NULL, 0, args, 2);
       break;
     }
-    case IR_ATOM: case IR_CAS: res = emit_atom(g, in, a); break;
+    case IR_ATOM: case IR_CAS: res = cg_atom(g, in, a); break;
     case IR_PRINTF: emit_printf(g, in, ir_strget(ir, (int32_t)in->imm), a, in->nargs); break;
-    case IR_TRAP: intr(g, in, "llvm.trap", NULL, 0, NULL, 0); break;
+    case IR_TRAP: cg_intr(g, in, "llvm.trap", NULL, 0, NULL, 0); break;
     case IR_ASSERT: {
       LLVMBasicBlockRef fail = newbb(g, "assert.fail"), ok = newbb(g, "assert.ok");
       LLVMBuildCondBr(g->B, x, ok, fail);
@@ -1109,7 +630,7 @@ static int gen_body(cg *g) {
       else
         snprintf(msg, sizeof msg, "assertion failed: %s\n", ir_strget(ir, (int32_t)in->imm));
       emit_printf(g, in, msg, NULL, 0);
-      intr(g, in, "llvm.trap", NULL, 0, NULL, 0);
+      cg_intr(g, in, "llvm.trap", NULL, 0, NULL, 0);
       LLVMBuildUnreachable(g->B);
       LLVMPositionBuilderAtEnd(g->B, ok);
       break;
@@ -1120,20 +641,20 @@ static int gen_body(cg *g) {
       for (const char *p = cons; *p; p++)
         if (*p == '=' && (p == cons || p[-1] == ',')) nout++;
       LLVMValueRef args[16];
-      for (int i = 0; i < in->nargs; i++) args[i] = V(g, a[i]);
+      for (int i = 0; i < in->nargs; i++) args[i] = cg_val(g, a[i]);
       LLVMTypeRef rt = T;
       int vec = ir->types[in->type].kind == CUTE_T_VEC && nout > 1;
       if (vec) {
         int n = ir->types[in->type].n;
-        if (nout != n) { cgfail(g, in, "asm: %d outputs for a %d-lane result", nout, n); break; }
+        if (nout != n) { cg_fail(g, in, "asm: %d outputs for a %d-lane result", nout, n); break; }
         LLVMTypeRef f8[8];
-        for (int i = 0; i < n; i++) f8[i] = lt(g, ir->types[in->type].elem);
+        for (int i = 0; i < n; i++) f8[i] = cg_type(g, ir->types[in->type].elem);
         rt = LLVMStructTypeInContext(g->C, f8, (unsigned)n, 0);
       } else if (nout != (in->type != CUTE_T_VOID)) {
-        cgfail(g, in, "asm: %d outputs in \"%s\" for a %s result", nout, cons, ir_type_str(ir, in->type));
+        cg_fail(g, in, "asm: %d outputs in \"%s\" for a %s result", nout, cons, ir_type_str(ir, in->type));
         break;
       }
-      LLVMValueRef call = iasm(g, rt, ir_strget(ir, (int32_t)in->imm), cons, args, in->nargs, 1);
+      LLVMValueRef call = cg_iasm(g, rt, ir_strget(ir, (int32_t)in->imm), cons, args, in->nargs, 1);
       if (vec) {
         res = LLVMGetPoison(T);
         for (int i = 0; i < ir->types[in->type].n; i++)
@@ -1145,12 +666,12 @@ static int gen_body(cg *g) {
       break;
     }
     default:
-      cgfail(g, in, "%s is not supported by the code generator yet", ir_ops[in->op].name);
+      cg_fail(g, in, "%s is not supported by the code generator yet", ir_ops[in->op].name);
       break;
     }
     if (g->failed) return 1;
     if (in->type != CUTE_T_VOID && !res && in->op != IR_IF) {
-      cgfail(g, in, "%s produced no value", ir_ops[in->op].name);
+      cg_fail(g, in, "%s produced no value", ir_ops[in->op].name);
       return 1;
     }
     g->val[r] = res ? res : g->val[r];
@@ -1181,9 +702,9 @@ static int declare_funcs(cg *g) {
   for (int32_t fi = 1; fi < ir->nfuncs; fi++) {
     ir_func *f = &ir->funcs[fi];
     LLVMTypeRef pt[64];
-    if (f->nparams > 64) return cgfail(g, NULL, "%s: more than 64 parameters", ir_strget(ir, f->name));
-    for (int i = 0; i < f->nparams; i++) pt[i] = lt(g, f->inst[i + 1].type);
-    g->fnty[fi] = LLVMFunctionType(lt(g, f->ret), pt, (unsigned)f->nparams, 0);
+    if (f->nparams > 64) return cg_fail(g, NULL, "%s: more than 64 parameters", ir_strget(ir, f->name));
+    for (int i = 0; i < f->nparams; i++) pt[i] = cg_type(g, f->inst[i + 1].type);
+    g->fnty[fi] = LLVMFunctionType(cg_type(g, f->ret), pt, (unsigned)f->nparams, 0);
     LLVMValueRef fn = LLVMAddFunction(g->M, ir_strget(ir, f->name), g->fnty[fi]);
     g->fn[fi] = fn;
     for (int i = 0; i < f->nparams; i++) {
