@@ -160,7 +160,7 @@ function Kernel:trace(...)
       local a = args[i]
       if is_host_tensor(a) then
         local elem = tr.dtype_ir[a.dtype.name]
-        if not elem then error(("argument %d: unsupported dtype %s"):format(i, tostring(a.dtype.name)), 0) end
+        if not elem then cf.fail(("cute.kernel %s: argument %d: unsupported dtype %s"):format(self.name, i, tostring(a.dtype.name))) end
         local pt = C.cute_ir_t_ptr(ir, elem, C.CUTE_AS_GLOBAL)
         local aligned = (tonumber(a.ptr or 0) or 0) % 16 == 0
         local flags = self._noalias and C.CUTE_P_NOALIAS or 0
@@ -197,7 +197,8 @@ function Kernel:trace(...)
       elseif type(a) == "table" then
         targs[i] = a -- plain Lua data: compile-time
       else
-        error(("argument %d: cannot pass a %s to a kernel"):format(i, type(a)), 0)
+        cf.fail(("cute.kernel %s: argument %d: cannot pass a %s to a kernel (tensors, cute.Int32(x)-style " ..
+          "scalars, numbers, booleans, strings, tables and layouts can be passed)"):format(self.name, i, type(a)))
       end
     end
     self.fn(unpack(targs, 1, nargs))

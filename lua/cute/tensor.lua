@@ -538,8 +538,11 @@ end
 ---------------------------------------------------------------------------
 -- register and shared-memory tensors
 ---------------------------------------------------------------------------
+local public_name = { make_fragment = "cute.make_fragment", shared = "cute.make_shared_tensor",
+  dynshared = "cute.make_dynamic_shared_tensor" }
 local function alloc_tensor(kind, layout, dtype, align)
   tr.need_trace("cute.make_fragment / shared tensors")
+  kind = public_name[kind] or kind
   tr.pending_check()
   local L = M.as_layout(layout, kind)
   if not (is_static(L.shape) and is_static(L.stride)) then fail(kind .. ": the layout must be static") end
@@ -550,9 +553,9 @@ local function alloc_tensor(kind, layout, dtype, align)
   setloc()
   align = align or 16
   local ref, space
-  if kind == "make_fragment" then
+  if kind == "cute.make_fragment" then
     ref = C.cute_ir_local(S.ir, elem, n, align); space = "local"
-  elseif kind == "shared" then
+  elseif kind == "cute.make_shared_tensor" then
     ref = C.cute_ir_shared(S.ir, elem, n, align); space = "shared"
   else
     ref = C.cute_ir_dyn_shared(S.ir, elem, align); space = "shared"
