@@ -303,6 +303,15 @@ int lay_composition(lctx *c, const cute_value *a, int ai, const cute_value *b, i
   return comp_impl(c, &L, b, bi, o);
 }
 
+/* A by-mode tiler may not have more modes than the layout it tiles. */
+int lay_tiler_rank_check(lctx *c, const cute_value *a, int ai, const cute_value *t, int ti) {
+  int tr = (int)t->node[ti].a, ar = nd_rank(a, ai);
+  if (tr <= ar) return 0;
+  char b1[300], b2[300];
+  return lerr(c, CUTE_E_RANK, "tiler %s has rank %d but layout %s has rank %d",
+              fmt_tmp(b1, sizeof b1, t, ti, 4), tr, fmt_tmp(b2, sizeof b2, a, ai, 3), ar);
+}
+
 int lay_compose_tiler(lctx *c, const cute_value *a, int ai, const cute_value *t, int ti,
                       cute_value *o) {
   const cute_node *nd = &t->node[ti];
@@ -318,13 +327,8 @@ int lay_compose_tiler(lctx *c, const cute_value *a, int ai, const cute_value *t,
     return comp_int(c, &L, nd->a, 1, o);
   }
   default: {
-    int tr = (int)nd->a, ar = nd_rank(a, ai);
-    if (tr > ar) {
-      char b1[300], b2[300];
-      return lerr(c, CUTE_E_RANK, "tiler %s has rank %d but layout %s has rank %d",
-                  fmt_tmp(b1, sizeof b1, t, ti, 4), tr, fmt_tmp(b2, sizeof b2, a, ai, 3),
-                  ar);
-    }
+    int tr = (int)nd->a;
+    TRY(lay_tiler_rank_check(c, a, ai, t, ti));
     int h;
     TRYB(nb_open(o, &h));
     for (int k = 0; k < tr; k++)

@@ -33,6 +33,7 @@ int lay_coalesce_p(lctx *c, const cute_value *v, int i, const cute_value *p, int
 int lay_composition(lctx *c, const cute_value *a, int ai, const cute_value *b, int bi,
                     cute_value *o);
 /* composition with a tiler element: node kinds LAYOUT / INT / UNDER / TUPLE */
+int lay_tiler_rank_check(lctx *c, const cute_value *a, int ai, const cute_value *t, int ti);
 int lay_compose_tiler(lctx *c, const cute_value *a, int ai, const cute_value *t, int ti,
                       cute_value *o);
 /* cotarget: IntTuple subtree (ct, cti), or ct == NULL for cosize(filter(L)) */

@@ -65,12 +65,7 @@ static int by_mode(lctx *c, lay_fn f, const cute_value *a, int ai, const cute_va
   }
   default: {
     int tr = (int)nd->a, ar = nd_rank(a, ai);
-    if (tr > ar) {
-      char b1[300], b2[300];
-      return lerr(c, CUTE_E_RANK, "tiler %s has rank %d but layout %s has rank %d",
-                  fmt_tmp(b1, sizeof b1, t, ti, 4), tr, fmt_tmp(b2, sizeof b2, a, ai, 3),
-                  ar);
-    }
+    TRY(lay_tiler_rank_check(c, a, ai, t, ti));
     int h;
     TRYB(nb_open(o, &h));
     for (int k = 0; k < ar; k++) {

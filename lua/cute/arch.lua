@@ -274,20 +274,17 @@ local function two_conditions(a, b, what)
   return tr.condition(a, what), tr.condition(b, what)
 end
 
-function M.logical_and(a, b)
-  S()
-  local x, y = two_conditions(a, b, "cute.logical_and")
-  if type(x) == "boolean" then x = tr.const(T.I1, x and 1 or 0) end
-  if type(y) == "boolean" then y = tr.const(T.I1, y and 1 or 0) end
-  return tr.binop(OP.AND, x, y)
+local function logical(op, name)
+  return function(a, b)
+    S()
+    local x, y = two_conditions(a, b, name)
+    if type(x) == "boolean" then x = tr.const(T.I1, x and 1 or 0) end
+    if type(y) == "boolean" then y = tr.const(T.I1, y and 1 or 0) end
+    return tr.binop(op, x, y)
+  end
 end
-function M.logical_or(a, b)
-  S()
-  local x, y = two_conditions(a, b, "cute.logical_or")
-  if type(x) == "boolean" then x = tr.const(T.I1, x and 1 or 0) end
-  if type(y) == "boolean" then y = tr.const(T.I1, y and 1 or 0) end
-  return tr.binop(OP.OR, x, y)
-end
+M.logical_and = logical(OP.AND, "cute.logical_and")
+M.logical_or = logical(OP.OR, "cute.logical_or")
 M.and_, M.or_ = M.logical_and, M.logical_or
 
 -- device printf (vprintf): cute.printf("x=%d y=%f\n", x, y)
