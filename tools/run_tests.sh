@@ -37,7 +37,7 @@ count_plain() { # programs printing their own "N passed, N failed" last line
   [ "$rc" -ne 0 ] && [ "$2" -eq 0 ] && { echo "== $label: exit $rc"; F=$((F + 1)); }
 }
 
-BUSTED="/usr/bin/busted -o plainTerminal"
+BUSTED="/usr/bin/busted -o plainTerminal --defer-print"
 if [ "${TEST_ONLY:-}" != asan ]; then
   count_busted "specs" $B/cuteluajit $BUSTED spec
   ORACLE=${CUTE_ORACLE:-../shared/oracle/layout_public.jsonl}
