@@ -150,7 +150,6 @@ function Kernel:trace(...)
   local plan = {} -- per kernel parameter: { kind = "ptr"|"scalar"|"dim", arg = i, ... }
   local ok, err = xpcall(function()
     C.cute_ir_func(ir, self.name, C.CUTE_FN_KERNEL, T.VOID or 1)
-    if os.getenv("CUTE_NOCHECK") then C.cute_ir_set_checks(ir, 0) end
     if self.opts.max_threads or self.opts.min_blocks then
       C.cute_ir_launch_bounds(ir, self.opts.max_threads or 0, self.opts.min_blocks or 0)
     end
