@@ -17,13 +17,9 @@ cute.synchronize()
 local tg = cute.now_us()
 while cute.now_us() - tg < gap_ms * 1e3 do end
 
+local ex = dofile(exdir .. "common.lua")
 local function load(name)
-  local saved = arg
-  arg = { [0] = exdir .. name .. ".lua" }
-  CUTE_EXAMPLE_LIB = true
-  local k = dofile(exdir .. name .. ".lua").kernel
-  CUTE_EXAMPLE_LIB = nil
-  arg = saved
+  local k = ex.load_kernel(name)
   k.opts.cubin = (mode == "cubin")
   return k
 end

@@ -28,16 +28,7 @@ if arg[1] then
   end
 end
 
-local function load_example(name, args)
-  local saved = arg
-  arg = args or { [0] = exdir .. name .. ".lua" }
-  arg[0] = exdir .. name .. ".lua"
-  CUTE_EXAMPLE_LIB = true
-  local m = dofile(exdir .. name .. ".lua")
-  CUTE_EXAMPLE_LIB = nil
-  arg = saved
-  return m.kernel
-end
+local load_example = ex.load_kernel
 
 local rows = {}
 -- ratio: ours / baseline for rates (higher is better); for times, also
@@ -119,7 +110,7 @@ end
 
 do -- transpose 8192^2 vs device-to-device copy of the same bytes
   local M_, N_ = 8192, 8192
-  local tr = load_example("transpose", { [1] = tostring(M_), [2] = tostring(N_) })
+  local tr = load_example("transpose", { M_, N_ })
   local A, B = cute.empty({ M_, N_ }, cute.float32), cute.empty({ N_, M_ }, cute.float32)
   A:fill(1.0)
   local ms = ex.time_ms(function() tr:launch{ grid = { N_ / 32, M_ / 32 }, block = { 32, 8 } }(A, B) end, 20)
@@ -131,7 +122,7 @@ end
 
 do -- softmax rows of 4096
   local R, N = 16384, 4096
-  local sm = load_example("softmax", { [1] = tostring(R), [2] = tostring(N) })
+  local sm = load_example("softmax", { R, N })
   local X, Y = cute.empty({ R, N }, cute.float32), cute.empty({ R, N }, cute.float32)
   X:fill(0.5)
   local ms = ex.time_ms(function() sm:launch{ grid = R, block = 256 }(X, Y) end, 20)
@@ -141,13 +132,13 @@ end
 
 do -- SGEMM 4096^3
   local S = 4096
-  local gemm = load_example("sgemm_tiled", { [1] = tostring(S), [2] = tostring(S), [3] = tostring(S) })
+  local gemm = load_example("sgemm_tiled", { S, S, S })
   local A, B, Cc = cute.empty({ S, S }, cute.float32), cute.empty({ S, S }, cute.float32), cute.empty({ S, S }, cute.float32)
   A:fill(0.5); B:fill(0.25)
   local ms = ex.time_ms(function() gemm:launch{ grid = { S / 128, S / 128 }, block = 256 }(A, B, Cc) end, 10)
   row("sgemm tiled 4096^3 fp32 (TFLOP/s)", 2 * S ^ 3 / ms / 1e9, "TFLOP/s", "cuBLAS fp32 (torch.mm)", base.sgemm_tflops,
     ">= 0.5x", true)
-  local naive = load_example("sgemm_naive", { [1] = tostring(S), [2] = tostring(S), [3] = tostring(S) })
+  local naive = load_example("sgemm_naive", { S, S, S })
   local ms2 = ex.time_ms(function() naive:launch{ grid = { S / 16, S / 16 }, block = { 16, 16 } }(A, B, Cc) end, 3)
   row("sgemm naive 4096^3 fp32 (TFLOP/s)", 2 * S ^ 3 / ms2 / 1e9, "TFLOP/s", "cuBLAS fp32 (torch.mm)", base.sgemm_tflops,
     "", true)

@@ -6,12 +6,7 @@ local ex = dofile(here .. "../examples/common.lua")
 if not cute.available() then print("needs a GPU"); return end
 local S = tonumber(arg[1]) or 8192
 local function load(cubin)
-  local saved = arg
-  arg = { [0] = here .. "../examples/transpose.lua", tostring(S), tostring(S) }
-  CUTE_EXAMPLE_LIB = true
-  local k = dofile(arg[0]).kernel
-  CUTE_EXAMPLE_LIB = nil
-  arg = saved
+  local k = ex.load_kernel("transpose", { S, S })
   k.opts.cubin = cubin
   k.name = k.name .. (cubin and "_cubin" or "_ptx")
   return k

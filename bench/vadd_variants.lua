@@ -46,10 +46,7 @@ local function report(label, fn)
   local ms = ex.time_ms(fn, 20)
   print(("%-40s %8.3f ms %8.0f GB/s"):format(label, ms, 12 * n / ms / 1e6))
 end
-CUTE_EXAMPLE_LIB = true
-arg[0] = (arg[0]:match("(.*/)") or "./") .. "../examples/vector_add.lua"
-local example = dofile(arg[0]).kernel
-CUTE_EXAMPLE_LIB = nil
+local example = ex.load_kernel("vector_add")
 for _, mult in ipairs({ 8, 32 }) do
   report("example kernel, grid = SMs x " .. mult, function() example:launch{ grid = dev.sm_count * mult, block = 256 }(A, B, C) end)
 end

@@ -4,6 +4,26 @@ local ffi = require("ffi")
 
 local M = {}
 
+-- the directory holding the examples (this file's directory)
+M.dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+
+-- An example's kernel without running the example (benchmarks and specs):
+-- the example returns early when CUTE_EXAMPLE_LIB is set.  args: its command
+-- line (sizes), as strings or numbers.
+function M.load_kernel(name, args)
+  local saved = arg
+  local a = {}
+  for i, v in ipairs(args or {}) do a[i] = tostring(v) end
+  a[0] = M.dir .. name .. ".lua"
+  arg = a
+  CUTE_EXAMPLE_LIB = true
+  local ok, m = pcall(dofile, a[0])
+  CUTE_EXAMPLE_LIB = nil
+  arg = saved
+  if not ok then error(m, 0) end
+  return m.kernel
+end
+
 -- xorshift random floats in [-1, 1) into a new float[n] (seeded per call site)
 local seed_state = os.time() % 100000 + 1
 function M.rand_floats(n, lo, hi)

@@ -10,13 +10,9 @@ local IR = require("cute.ir")
 local PTXAS = IR.ptxas_path()  -- CUTE_PTXAS=/nonexistent simulates a machine without it
 local ARCHS = { os.getenv("CUTE_ARCH1") or "sm_80", os.getenv("CUTE_ARCH2") or "sm_90a" }
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-local function has(s, sub) return s ~= nil and s:find(sub, 1, true) ~= nil end
+local util = dofile("spec/support/util.lua")
+local function read(path) return assert(util.read_file(path), "cannot read " .. path) end
+local has = util.has
 
 local function golden(name) return IR.parse(read("spec/golden/" .. name .. ".ir")) end
 
@@ -116,16 +112,22 @@ local function kernel(name)
   return m
 end
 
+-- a function storing each value it is given to its own 8-byte slot of out
+-- (keeps every result alive through the optimiser)
+local function byte_sink(m, out)
+  local k = 0
+  return function(v)
+    local t = m:type_of(v)
+    m:store(m:ptrcast(m:ptr(t, "global"), m:gep(out, m:k("i32", k * 8))), v)
+    k = k + 1
+  end
+end
+
 describe("codegen: op coverage", function()
   it("integer and float arithmetic on every scalar type", function()
     local m = kernel("arith")
     local out = m:param("ptr.global.u8", "out")
-    local k = 0
-    local function sink(v)
-      local t = m:type_of(v)
-      m:store(m:ptrcast(m:ptr(t, "global"), m:gep(out, m:k("i32", k * 8))), v)
-      k = k + 1
-    end
+    local sink = byte_sink(m, out)
     -- a loaded value: nothing is known about its range
     local tid = m:load(m:ptrcast(m:ptr("u32", "global"), out))
     for _, t in ipairs({ "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64" }) do
@@ -167,12 +169,7 @@ describe("codegen: op coverage", function()
   it("conversions between all scalar types, rounding modes and bitcasts", function()
     local m = kernel("conv")
     local out = m:param("ptr.global.u8", "out")
-    local k = 0
-    local function sink(v)
-      local t = m:type_of(v)
-      m:store(m:ptrcast(m:ptr(t, "global"), m:gep(out, m:k("i32", k * 8))), v)
-      k = k + 1
-    end
+    local sink = byte_sink(m, out)
     local tid = m:load(m:ptrcast(m:ptr("u32", "global"), out))
     local T = { "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "f16", "bf16", "f32", "f64" }
     local src = {}

@@ -7,6 +7,7 @@ local C = require("cute.ffi").C
 local _ = cute._
 local f32 = cute.float32
 
+local examples = dofile("examples/common.lua")
 local has_ptxas = C.cute_ptxas_path() ~= nil
 local THIS = "spec/dsl_spec.lua"
 
@@ -130,12 +131,7 @@ describe("code generation", function()
 
   it("every example kernel compiles, and assembles with ptxas for sm_80 and sm_90a", function()
     for _, name in ipairs({ "vector_add", "saxpy", "reduce_sum", "transpose", "softmax", "sgemm_naive", "sgemm_tiled" }) do
-      local saved = _G.arg
-      _G.arg = { [0] = "examples/" .. name .. ".lua" }
-      _G.CUTE_EXAMPLE_LIB = true
-      local k = dofile("examples/" .. name .. ".lua").kernel
-      _G.CUTE_EXAMPLE_LIB = nil
-      _G.arg = saved
+      local k = examples.load_kernel(name)
       local args
       if name == "saxpy" then args = { cute.Float32(2), spec1(4096), spec1(4096) }
       elseif name == "reduce_sum" then args = { spec1(2 ^ 24), spec1(1) }

@@ -6,15 +6,8 @@ if not pcall(require, "cute.ffi") then
 end
 local IR = require("cute.ir")
 
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function has(s, sub) return s:find(sub, 1, true) ~= nil end
+local util = dofile("spec/support/util.lua")
+local read, has = util.read_file, util.has
 
 local function err_of(f, ...)
   local ok, e = pcall(f, ...)

@@ -36,16 +36,7 @@ local function rel_err(out, ref, n)
   return math.sqrt(num / math.max(den, 1e-30))
 end
 
-local function load_example(name, args)
-  local saved = _G.arg
-  _G.arg = args or {}
-  _G.arg[0] = "examples/" .. name .. ".lua"
-  _G.CUTE_EXAMPLE_LIB = true
-  local k = dofile("examples/" .. name .. ".lua").kernel
-  _G.CUTE_EXAMPLE_LIB = nil
-  _G.arg = saved
-  return k
-end
+local load_example = dofile("examples/common.lua").load_kernel
 
 describe("kernels on the GPU", function()
   gpu_it("vector add (16-byte copies, grid-stride loop) on random data", function()

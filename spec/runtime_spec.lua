@@ -27,13 +27,7 @@ local function sh_ok(cmd)
   return r == 0 or r == true
 end
 
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local read_file = dofile("spec/support/util.lua").read_file
 
 -- `it` on a GPU, a visible pending test elsewhere.
 local function gpu_it(name, fn)
