@@ -77,7 +77,7 @@ $(B)/obj/lua_embed.o: $(B)/lua_embed.c
 	@echo "  CC      $<"
 	$(Q)$(CC) $(ALL_CFLAGS) -Wno-overlength-strings -c $< -o $@
 
-$(B)/obj/main.o: src/main.c $(HEADERS) | $(B)/obj
+$(B)/obj/main.o: src/main.c $(HEADERS) | $(B)/obj check-deps
 	@echo "  CC      $<"
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -102,7 +102,7 @@ $(A)/obj/lua_embed.o: $(B)/lua_embed.c | $(A)/obj
 	@echo "  CC      $<"
 	$(Q)$(CC) $(ALL_CFLAGS) -O1 -Wno-overlength-strings -c $< -o $@
 
-$(A)/obj/main.o: src/main.c $(HEADERS) | $(A)/obj
+$(A)/obj/main.o: src/main.c $(HEADERS) | $(A)/obj check-deps
 	@echo "  CC/SAN  $<"
 	$(Q)$(CC) $(ALL_CFLAGS) -O1 $(SAN) -c $< -o $@
 
