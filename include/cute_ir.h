@@ -282,8 +282,13 @@ void cute_compiled_times(cute_compiled *c, cute_compile_times *out);
 const char *cute_ptxas_path(void);
 /* Start initialising LLVM's NVPTX back end for arch (NULL: "sm_90a") in a
    background thread, so that the first real compile finds it warm.  Returns
-   at once; only the first call does anything; the thread is joined at exit. */
+   at once; only the first call does anything. */
 void cute_compile_warmup(const char *arch);
+/* Wait for a warm-up started by cute_compile_warmup (no-op otherwise).  Must
+   run before exit() while a warm-up may be under way: lua_close of a state
+   that loaded cute does it, and so does cuteluajit; a C host that calls exit()
+   without lua_close calls it first. */
+void cute_compile_warmup_wait(void);
 /* CDEF END */
 
 #if defined(__GNUC__)

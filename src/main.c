@@ -11,6 +11,7 @@
  * notation); incomplete statements continue on the next line; `:help`.
  */
 #include "cute_lua.h"
+#include "cute_ir.h"
 
 #include <lua.h>
 #include <lauxlib.h>
@@ -275,6 +276,14 @@ static void usage(void) {
         "With no script and a terminal on stdin, starts the REPL.\n", stderr);
 }
 
+/* Close the state (its finalisers wait for the LLVM warm-up too), then make
+ * sure no warm-up thread outlives main: exit() runs LLVM's static destructors. */
+static int finish(lua_State *L, int code) {
+  lua_close(L);
+  cute_compile_warmup_wait();
+  return code;
+}
+
 int main(int argc, char **argv) {
   lua_State *L = luaL_newstate();
   if (!L) { fputs("cuteluajit: cannot create Lua state\n", stderr); return 1; }
@@ -298,7 +307,7 @@ int main(int argc, char **argv) {
       make_arg(L, argv, argc, 0);
       status = luaL_loadbuffer(L, argv[i], strlen(argv[i]), "=(command line)");
       if (status == 0) status = docall(L, 0, 0);
-      if (report(L, status)) { lua_close(L); return 1; }
+      if (report(L, status)) { return finish(L, 1); }
     } else { usage(); return 1; }
   }
   if (i < argc) {
@@ -313,7 +322,7 @@ int main(int argc, char **argv) {
       for (int k = i + 1; k < argc; k++) lua_pushstring(L, argv[k]);
       status = docall(L, nargs, 0);
     }
-    if (report(L, status)) { lua_close(L); return 1; }
+    if (report(L, status)) { return finish(L, 1); }
   }
   if (interactive || !ran) {
     if (!ran && load_cute(L)) return 1;
@@ -324,9 +333,8 @@ int main(int argc, char **argv) {
       make_arg(L, argv, argc, 0);
       status = luaL_loadfile(L, NULL);
       if (status == 0) status = docall(L, 0, 0);
-      if (report(L, status)) { lua_close(L); return 1; }
+      if (report(L, status)) { return finish(L, 1); }
     }
   }
-  lua_close(L);
-  return 0;
+  return finish(L, 0);
 }

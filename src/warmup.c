@@ -5,8 +5,8 @@
  * compile).  cute_compile_warmup compiles a tiny kernel on a detached thread
  * with the same options a launch uses, so the target machine is cached by the
  * time the user's kernel is traced.  Compiles are serialised by the code
- * generator's lock, so the two never race; the thread is joined at exit,
- * before LLVM's static destructors run. */
+ * generator's lock, so the two never race; cute_compile_warmup_wait joins
+ * the thread before the process or the Lua state can go away. */
 #include "cute_ir.h"
 
 #include <pthread.h>
@@ -48,14 +48,32 @@ static void *warm_main(void *arg) {
   return NULL;
 }
 
-static void warm_join(void) { pthread_join(warm_thread, NULL); }
+/* Wait for the warm-up to finish (idempotent, any thread but the warm-up's).
+ * Called before the process can exit: by main() and lua_close (the Lua side
+ * holds a finaliser), by the os.exit wrapper of lua/cute/init.lua, and last by
+ * an atexit handler.  The atexit handler alone is not enough: LLVM creates
+ * function-local statics during the warm-up compile, whose destructors are
+ * registered after the handler and so run before it, while the thread may
+ * still use them ("double free or corruption" at exit). */
+void cute_compile_warmup_wait(void) {
+  pthread_mutex_lock(&warm_lock);
+  if (warm_started == 1) {
+    warm_started = 2;
+    pthread_join(warm_thread, NULL);
+  }
+  pthread_mutex_unlock(&warm_lock);
+}
 
 void cute_compile_warmup(const char *arch) {
   pthread_mutex_lock(&warm_lock);
   if (!warm_started) {
-    warm_started = 1;
     snprintf(warm_arch, sizeof warm_arch, "%s", arch && *arch ? arch : "sm_90a");
-    if (pthread_create(&warm_thread, NULL, warm_main, NULL) == 0) atexit(warm_join);
+    if (pthread_create(&warm_thread, NULL, warm_main, NULL) == 0) {
+      warm_started = 1;
+      atexit(cute_compile_warmup_wait);
+    } else {
+      warm_started = 2; /* no thread: never try again */
+    }
   }
   pthread_mutex_unlock(&warm_lock);
 }

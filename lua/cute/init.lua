@@ -91,4 +91,17 @@ end)
 
 cute.version = ffi.string(cf.C.cute_version())
 
+-- os.exit skips lua_close (and so the finaliser that waits for the background
+-- LLVM warm-up): wait here, before exit() runs LLVM's static destructors.
+do
+  local os_exit = os.exit
+  if not rawequal(os_exit, nil) and not package.loaded["cute.exit_wrapped"] then
+    package.loaded["cute.exit_wrapped"] = true
+    os.exit = function(...)
+      cf.C.cute_compile_warmup_wait()
+      return os_exit(...)
+    end
+  end
+end
+
 return cute

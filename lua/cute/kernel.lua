@@ -130,7 +130,11 @@ function M.kernel(fn, opts)
   if not warmed then
     -- a kernel will be compiled soon: get LLVM ready in the background
     warmed = true
-    if M.warmup then C.cute_compile_warmup(opts.arch or M.gpu_arch() or "sm_90a") end
+    if M.warmup then
+      C.cute_compile_warmup(opts.arch or M.gpu_arch() or "sm_90a")
+      -- lua_close runs this finaliser: the warm-up thread never outlives the state
+      M._warmup_guard = ffi.gc(ffi.new("char[1]"), function() C.cute_compile_warmup_wait() end)
+    end
   end
   local k = setmetatable({ fn = fn, opts = opts, name = kernel_name(fn, opts), cache = {},
     traces = 0, compiles = 0 }, Kernel)
