@@ -1,10 +1,10 @@
--- Every vector of the CuTe C++ oracle (../shared/oracle/layout_public.jsonl)
+-- Every vector of the CuTe C++ oracle (spec/data/layout_public.jsonl)
 -- through the Lua API: parse the arguments, call cute.<op>, print the result in
 -- canonical notation and compare.  One test per vector, named by op and args.
 local cute = require("cute")
 local json = dofile("spec/support/minijson.lua")
 
-local path = os.getenv("CUTE_ORACLE") or "../shared/oracle/layout_public.jsonl"
+local path = os.getenv("CUTE_ORACLE") or "spec/data/layout_public.jsonl"
 
 local function arg_value(a)
   if type(a) == "number" then return a end

@@ -31,5 +31,5 @@ here=$(dirname "$0")
 exec "$here/cuteluajit" "$here/busted.lua" "$@"
 EOS
 chmod +x "$D/bin/busted"
-if [ -d ../shared/oracle ]; then mkdir -p "$D/oracle" && cp ../shared/oracle/layout_public.jsonl "$D/oracle/"; fi
+# (the oracle vectors travel with spec/, in spec/data/)
 echo "bundle: $(du -sh "$D" | cut -f1) in $D/"

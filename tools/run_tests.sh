@@ -40,7 +40,7 @@ count_plain() { # programs printing their own "N passed, N failed" last line
 BUSTED="/usr/bin/busted -o plainTerminal --defer-print"
 if [ "${TEST_ONLY:-}" != asan ]; then
   count_busted "specs" $B/cuteluajit $BUSTED spec
-  ORACLE=${CUTE_ORACLE:-../shared/oracle/layout_public.jsonl}
+  ORACLE=${CUTE_ORACLE:-spec/data/layout_public.jsonl}
   count_plain "C layout oracle (ASan)" $B/test_oracle_c "$ORACLE"
   count_plain "C layout errors (ASan)" $B/test_layout_errors_c
   count_plain "C CUDA driver layer (ASan)" $B/test_cuda_c
