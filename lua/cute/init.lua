@@ -81,13 +81,7 @@ dual("zipped_divide", tensor.zipped_divide)
 dual("logical_divide", tensor.logical_divide)
 dual("tiled_divide", tensor.tiled_divide)
 dual("flat_divide", tensor.flat_divide)
-dual("size", function(t, mode)
-  if mode ~= nil then
-    local s = t.layout.shape
-    return tensor.tsize(type(s) == "table" and s[mode + 1] or s)
-  end
-  return t:size()
-end)
+dual("size", tensor.size_of) -- i64 when a tensor's size can exceed 2^31 - 1
 
 cute.version = ffi.string(cf.C.cute_version())
 

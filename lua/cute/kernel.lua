@@ -88,26 +88,60 @@ local function is_host_tensor(x)
     and not ten.is_tensor(x)
 end
 
--- cute.dynamic(t): the same tensor, with its shape and strides passed at launch
--- (runtime values inside the kernel) instead of compiled in.
-function M.dynamic(t)
+-- cute.dynamic(t [, {index_bits = 32|64}]): the same tensor, with its shape
+-- and strides passed at launch (runtime values inside the kernel) instead of
+-- compiled in.  Offsets are 64-bit unless index_bits = 32, which this tensor
+-- must then allow (every offset it reaches below 2^31).
+function M.dynamic(t, opts)
   if not is_host_tensor(t) then error("cute.dynamic: expected a tensor", 2) end
-  return setmetatable({ base = t, shape = t.shape, strides = t.strides, dtype = t.dtype, dynamic = true },
-    { __index = t })
+  if opts ~= nil and type(opts) ~= "table" then
+    cf.fail("cute.dynamic(t, opts): opts must be a table such as {index_bits = 32}, got " .. type(opts))
+  end
+  local bits = opts and opts.index_bits or 64
+  if bits ~= 32 and bits ~= 64 then
+    cf.fail("cute.dynamic: index_bits must be 32 or 64, got " .. tostring(bits))
+  end
+  local strides = t.strides or row_major(t.shape)
+  if bits == 32 then
+    local m = ten.max_offset(t.shape, strides)
+    if not m or m > 2 ^ 31 - 1 then
+      cf.fail(("cute.dynamic: index_bits = 32, but a tensor of shape (%s) and strides (%s) reaches offset %s, " ..
+        "beyond 2^31 - 1: use 64-bit indexing (the default)"):format(table.concat(t.shape, ","),
+        table.concat(strides, ","), tostring(m)))
+    end
+  end
+  return setmetatable({ base = t, shape = t.shape, strides = strides, dtype = t.dtype, dynamic = true,
+    index_bits = bits }, { __index = t })
 end
 
+-- The specialisation signature of a tensor argument: dtype, shape and strides
+-- (static) or rank, which strides are 1 (those become constants) and the
+-- index width (dynamic), and 16-byte alignment.  Cached on the table with the
+-- shape, strides, dtype and ptr it was computed from: assigning any of those
+-- recomputes it (a table copied with its cached signature too).
 local function tensor_sig(t)
+  local shape, strides, ptr, dtype = t.shape, t.strides, t.ptr, t.dtype
   local s = rawget(t, "_cute_sig")
-  if s then return s end
-  local strides = t.strides or row_major(t.shape)
-  s = t.dtype.name .. (t.dynamic and "|dyn" .. #t.shape or "|" .. table.concat(t.shape, ",") .. "|" ..
-    table.concat(strides, ","))
-  local ptr = t.ptr or 0
-  local aligned = (tonumber(ptr) or 0) % 16 == 0
+  if s and rawequal(rawget(t, "_cute_sig_shape"), shape) and rawequal(rawget(t, "_cute_sig_strides"), strides)
+    and rawequal(rawget(t, "_cute_sig_ptr"), ptr) and rawequal(rawget(t, "_cute_sig_dtype"), dtype) then
+    return s
+  end
+  local st = strides or row_major(shape)
+  if t.dynamic then
+    local mask = {}
+    for d = 1, #shape do mask[d] = st[d] == 1 and "1" or "0" end
+    s = dtype.name .. "|dyn" .. #shape .. "|u" .. table.concat(mask) .. (t.index_bits == 32 and "|i32" or "|i64")
+  else
+    s = dtype.name .. "|" .. table.concat(shape, ",") .. "|" .. table.concat(st, ",")
+  end
+  local aligned = (tonumber(ptr or 0) or 0) % 16 == 0
   s = s .. (aligned and "|a16" or "|a1")
   rawset(t, "_cute_sig", s)
+  rawset(t, "_cute_sig_shape", shape); rawset(t, "_cute_sig_strides", strides)
+  rawset(t, "_cute_sig_ptr", ptr); rawset(t, "_cute_sig_dtype", dtype)
   return s
 end
+M.tensor_sig = tensor_sig
 
 ---------------------------------------------------------------------------
 -- kernels
@@ -172,23 +206,27 @@ function Kernel:trace(...)
         local pv = tr.mk(ref, pt)
         local shape, stride = {}, {}
         local strides = a.strides or row_major(a.shape)
+        -- runtime extents: i64 parameters (64-bit offset math) unless the
+        -- tensor opted into 32-bit (cute.dynamic(t, {index_bits = 32}));
+        -- strides equal to 1 are constants (the signature records which)
+        local it = a.index_bits == 32 and T.I32 or T.I64
         for d = 1, #a.shape do
           if a.dynamic then
-            local sref = C.cute_ir_param(ir, T.I32, ("arg%d_shape%d"):format(i, d), 0, 0)
-            plan[#plan + 1] = { kind = "dim", arg = i, field = "shape", d = d }
-            shape[d] = tr.mk(sref, T.I32)
+            local sref = C.cute_ir_param(ir, it, ("arg%d_shape%d"):format(i, d), 0, 0)
+            plan[#plan + 1] = { kind = "dim", arg = i, field = "shape", d = d, bits = it == T.I64 and 64 or 32 }
+            shape[d] = tr.mk(sref, it)
             if strides[d] == 1 then stride[d] = 1
             else
-              local dref = C.cute_ir_param(ir, T.I32, ("arg%d_stride%d"):format(i, d), 0, 0)
-              plan[#plan + 1] = { kind = "dim", arg = i, field = "strides", d = d }
-              stride[d] = tr.mk(dref, T.I32)
+              local dref = C.cute_ir_param(ir, it, ("arg%d_stride%d"):format(i, d), 0, 0)
+              plan[#plan + 1] = { kind = "dim", arg = i, field = "strides", d = d, bits = it == T.I64 and 64 or 32 }
+              stride[d] = tr.mk(dref, it)
             end
           else
             shape[d], stride[d] = a.shape[d], strides[d]
           end
         end
         local L = { shape = shape, stride = stride }
-        targs[i] = ten.make(pv, 0, L, elem, "global", aligned and 16 or tr.tinfo[elem].bits / 8)
+        targs[i] = ten.make(pv, 0, L, elem, "global", aligned and 16 or tr.tinfo[elem].bits / 8, it)
         tensor_ptrs[#tensor_ptrs + 1] = i
       elseif is_scalar(a) then
         local ref = C.cute_ir_param(ir, a.t, "arg" .. i, 0, 0)
@@ -286,7 +324,8 @@ function Kernel:compile(...)
     ir = s(C.cute_compiled_ir_text(cc)), llvm = s(C.cute_compiled_llvm_ir(cc)),
     ptx = s(C.cute_compiled_ptx(cc)), ptxas_log = s(C.cute_compiled_ptxas_log(cc)),
     cubin = C.cute_compiled_has_cubin(cc) ~= 0,
-    info = { regs = info.regs, smem = info.smem_static, spill_stores = info.spill_stores,
+    info = { regs = info.regs, smem = info.smem_static, smem_dynamic = info.smem_dynamic,
+      spill_stores = info.spill_stores,
       spill_loads = info.spill_loads, stack = info.stack },
     times = { build_us = times.build_us, opt_us = times.opt_us, emit_us = times.emit_us,
       ptxas_us = times.ptxas_us, total_us = times.total_us },
@@ -343,7 +382,7 @@ function Kernel:_build(args, nargs)
     params[j - 1] = slots + (j - 1)
     local p = plan[j]
     if p.kind == "scalar" then ptrs[j] = ffi.cast(scalar_ctype[p.t], slots + (j - 1))
-    elseif p.kind == "dim" then ptrs[j] = ffi.cast("int32_t*", slots + (j - 1)) end
+    elseif p.kind == "dim" then ptrs[j] = ffi.cast(p.bits == 64 and "int64_t*" or "int32_t*", slots + (j - 1)) end
   end
   -- a straight-line parameter writer for this signature (generated once)
   local lines = {}
@@ -359,7 +398,7 @@ function Kernel:_build(args, nargs)
     table.concat(anames, ", "), table.concat(lines, "\n")), "=[cute launch fill]"))()
   local entry = { fn = fnp[0], module = mod[0], params = params, slots = slots, plan = plan, ptrs = ptrs,
     fill = fill,
-    n = n, cc = cc, max_dyn_smem = 48 * 1024 }
+    n = n, cc = cc, max_dyn_smem = 48 * 1024, dyn_smem = M.compiled_dyn_smem(cc) }
   self.modules = self.modules or {}
   self.modules[#self.modules + 1] = mod[0]
   return entry
@@ -371,7 +410,7 @@ local function arg_key(a)
   local ta = type(a)
   if ta == "table" then
     local sig = rawget(a, "_cute_sig")
-    if sig then return sig end
+    if sig then return tensor_sig(a) end -- (re-checked: the table may have changed)
     if is_scalar(a) then return a.t end
     if a.dtype and a.shape then return tensor_sig(a) end
     return a -- plain table: by identity
@@ -414,6 +453,28 @@ local function build_entry(self, node, args, nargs)
   return entry
 end
 
+-- Dynamic shared memory (item: make_dynamic_shared_tensor regions).  The
+-- bytes a compiled kernel's dynamic shared tensors need (their regions' total):
+function M.compiled_dyn_smem(cc)
+  local info = ffi.new("cute_kernel_info")
+  if C.cute_compiled_info(cc, nil, info) ~= 0 then return 0 end
+  return info.smem_dynamic
+end
+-- The bytes to launch with: cfg.smem, or the kernel's need when omitted; less
+-- than the need is an error at the user's line.
+function M.launch_smem(self, entry, cfg)
+  local smem = cfg.smem
+  if smem == nil then return entry.dyn_smem end
+  if type(smem) ~= "number" or smem < 0 or smem % 1 ~= 0 then
+    cf.fail(("cute.kernel %s launch: smem must be a number of bytes, got %s"):format(self.name, tostring(smem)))
+  end
+  if smem < entry.dyn_smem then
+    cf.fail(("cute.kernel %s launch: smem = %d bytes, but its dynamic shared tensors need %d bytes (omit smem " ..
+      "to launch with exactly that)"):format(self.name, smem, entry.dyn_smem))
+  end
+  return smem
+end
+
 -- args: a table holding the nargs arguments (reused between calls)
 local function do_launch(self, cfg, args, nargs)
   local gx, gy, gz = dims(cfg.grid, "grid")
@@ -431,7 +492,7 @@ local function do_launch(self, cfg, args, nargs)
   end
   local entry = node[NIL] or build_entry(self, node, args, nargs)
   entry.fill(entry.slots, entry.ptrs, unpack(args, 1, nargs))
-  local smem = cfg.smem or 0
+  local smem = M.launch_smem(self, entry, cfg)
   if smem > entry.max_dyn_smem then
     if C.cute_cuda_func_set_max_dynamic_smem(entry.fn, smem, cu_err) ~= 0 then cf.fail_err() end
     entry.max_dyn_smem = smem
@@ -468,7 +529,10 @@ local function make_fast_launcher(n)
     src[#src + 1] = ("  nx = node[arg_key(a%d)]; if not nx then return do_launch(self, cfg, {%s}, %d) end; node = nx")
       :format(i, as, n)
   end
-  src[#src + 1] = ("  local e = node[NIL]; if not e or cfg.cluster or (cfg.smem or 0) > e.max_dyn_smem then return do_launch(self, cfg, {%s}, %d) end")
+  src[#src + 1] = ("  local e = node[NIL]; if not e or cfg.cluster then return do_launch(self, cfg, {%s}, %d) end")
+    :format(as, n)
+  -- smem omitted: the kernel's dynamic shared memory; too little or above the raised limit: do_launch
+  src[#src + 1] = ("  local sm = cfg.smem or e.dyn_smem; if type(sm) ~= 'number' or sm < e.dyn_smem or sm > e.max_dyn_smem then return do_launch(self, cfg, {%s}, %d) end")
     :format(as, n)
   src[#src + 1] = ("  e.fill(e.slots, e.ptrs%s)"):format(n > 0 and (", " .. as) or "")
   src[#src + 1] = [[
@@ -479,7 +543,7 @@ local function make_fast_launcher(n)
   end
   local stream = cfg.stream
   if type(stream) == "table" then stream = stream.handle end
-  if C.cute_cuda_launch(e.fn, gx, gy, gz, bx, by, bz, cfg.smem or 0, stream, e.params, cu_err) ~= 0 then
+  if C.cute_cuda_launch(e.fn, gx, gy, gz, bx, by, bz, sm, stream, e.params, cu_err) ~= 0 then
     fail_launch(self)
   end
 end]]

@@ -15,7 +15,8 @@ local lay = require("cute.layout")
 
 local M = {}
 local is_value, fail, setloc, mk = tr.is_value, tr.fail, tr.setloc, tr.mk
-local T_I32 = tr.T.I32
+local T_I32, T_I64 = tr.T.I32, tr.T.I64
+local LIM32 = 2 ^ 31 - 1
 local _ = lay._
 
 local Tensor = {}
@@ -27,7 +28,11 @@ M.is_tensor = is_tensor
 ---------------------------------------------------------------------------
 -- integer index arithmetic with constant folding
 ---------------------------------------------------------------------------
-local function iv(x) -- number or Value -> same, checking integer-ness
+-- number or Value -> same, checking integer-ness.  Traced coordinates become
+-- `it` (the tensor's index type, i32 by default); a coordinate that does not
+-- fit i32 (i64, u64, u32) makes the offset math 64-bit: never truncated.
+local wide_int = { [tr.T.I64] = true, [tr.T.U64] = true, [tr.T.U32] = true }
+local function iv(x, it)
   if type(x) == "number" then
     if x % 1 ~= 0 then fail("index " .. x .. " is not an integer") end
     return x
@@ -35,10 +40,11 @@ local function iv(x) -- number or Value -> same, checking integer-ness
   if is_value(x) then
     local info = tr.tinfo[x.t]
     if not (info and info.int) then fail("index must be an integer, got a traced " .. (info and info.name or "value")) end
-    if x.t ~= T_I32 then return tr.cvt(x, T_I32) end
+    local want = (it == T_I64 or wide_int[x.t]) and T_I64 or T_I32
+    if x.t ~= want then return tr.cvt(x, want) end
     return x
   end
-  if tr.is_var(x) then return iv(x.value) end
+  if tr.is_var(x) then return iv(x.value, it) end
   fail("index must be an integer or a traced integer, got " .. type(x) .. " " .. tostring(x))
 end
 
@@ -97,22 +103,23 @@ local function is_static(t)
   return type(t) == "number"
 end
 
--- crd2idx for a (possibly traced) coordinate
-local function crd2idx(c, s, d)
+-- crd2idx for a (possibly traced) coordinate; `it`: the index type (T_I32 or
+-- T_I64) traced coordinates are converted to before any multiply
+local function crd2idx(c, s, d, it)
   if type(c) == "table" and not is_value(c) then
     if rawequal(c, _) then fail("crd2idx: '_' is only allowed when slicing") end
     if type(s) ~= "table" then
-      if #c == 1 then return crd2idx(c[1], s, d) end
-      fail(("coordinate %s does not match a mode of shape %s"):format(lay.describe(c), lay.describe(s)))
+      if #c == 1 then return crd2idx(c[1], s, d, it) end
+      fail(("coordinate %s does not match a mode of shape %s"):format(M.describe(c), M.describe(s)))
     end
     if #c ~= #s then
-      fail(("coordinate has rank %d but the shape %s has rank %d"):format(#c, M.describe(s), #s))
+      fail(("coordinate %s has rank %d but the shape %s has rank %d"):format(M.describe(c), #c, M.describe(s), #s))
     end
     local r = 0
-    for i = 1, #s do r = iadd(r, crd2idx(c[i], s[i], d[i])) end
+    for i = 1, #s do r = iadd(r, crd2idx(c[i], s[i], d[i], it)) end
     return r
   end
-  c = iv(c)
+  c = iv(c, it)
   if type(s) == "table" then
     -- split an integer colexicographically over the modes
     local r, n = 0, #s
@@ -120,7 +127,7 @@ local function crd2idx(c, s, d)
       local si = tsize(s[i])
       local ci
       if i < n then ci = imod(c, si); c = idiv(c, si) else ci = c end
-      r = iadd(r, crd2idx(ci, s[i], d[i]))
+      r = iadd(r, crd2idx(ci, s[i], d[i], it))
     end
     return r
   end
@@ -128,13 +135,17 @@ local function crd2idx(c, s, d)
 end
 M.crd2idx = crd2idx
 
+-- shapes, strides and coordinates as text: a traced value shows as its type
+-- (`i32`), cute._ as `_`
 function M.describe(t)
+  if rawequal(t, _) then return "_" end
   if type(t) == "table" and not is_value(t) then
     local p = {}
     for i = 1, #t do p[i] = M.describe(t[i]) end
     return "(" .. table.concat(p, ",") .. ")"
   end
-  if is_value(t) then return "?" end
+  if is_value(t) then return tr.tinfo[t.t] and tr.tinfo[t.t].name or "?" end
+  if tr.is_var(t) then return "var" end
   return tostring(t)
 end
 
@@ -143,20 +154,20 @@ M.layout_str = layout_str
 
 -- slice a layout with a coordinate that contains cute._ : returns the layout of
 -- the '_' modes (flattened one level, as CuTe's slice) and the offset of the rest.
-local function slice(c, s, d, outs, outd)
+local function slice(c, s, d, outs, outd, it)
   if rawequal(c, _) then
     outs[#outs + 1] = s; outd[#outd + 1] = d
     return 0
   end
   if type(c) == "table" and not is_value(c) then
     if type(s) ~= "table" or #c ~= #s then
-      fail(("slice coordinate %s does not match shape %s"):format(lay.describe(c), M.describe(s)))
+      fail(("slice coordinate %s does not match shape %s"):format(M.describe(c), M.describe(s)))
     end
     local off = 0
-    for i = 1, #s do off = iadd(off, slice(c[i], s[i], d[i], outs, outd)) end
+    for i = 1, #s do off = iadd(off, slice(c[i], s[i], d[i], outs, outd, it)) end
     return off
   end
-  return crd2idx(c, s, d)
+  return crd2idx(c, s, d, it)
 end
 
 local function has_under(c)
@@ -219,10 +230,39 @@ end
 ---------------------------------------------------------------------------
 -- tensors
 ---------------------------------------------------------------------------
--- new tensor: ptr (Value of pointer type), off (number|Value), layout (tree), elem (IR scalar type)
-function M.make(ptr, off, layout, elem, space, align)
+-- Largest offset a static layout reaches: sum over modes of (shape-1)*|stride|
+-- (nil when a leaf is traced).
+local function max_offset(s, d)
+  if type(s) == "table" then
+    if type(d) ~= "table" then return nil end
+    local m = 0
+    for i = 1, #s do
+      local x = max_offset(s[i], d[i])
+      if not x then return nil end
+      m = m + x
+    end
+    return m
+  end
+  if type(s) ~= "number" or type(d) ~= "number" then return nil end
+  return (s - 1) * math.abs(d)
+end
+M.max_offset = max_offset
+
+-- Index type of a layout's offset math: i32 when every reachable offset fits
+-- (static layouts, checked), i64 otherwise; traced layouts are i64 unless the
+-- tensor they come from opted into 32-bit (`idx`, inherited by its views).
+local function index_type(layout, idx)
+  local m = max_offset(layout.shape, layout.stride)
+  if m then return m > LIM32 and T_I64 or T_I32 end
+  return idx or T_I64
+end
+M.index_type = index_type
+
+-- new tensor: ptr (Value of pointer type), off (number|Value), layout (tree),
+-- elem (IR scalar type); idx: the index type of a traced layout (default i64)
+function M.make(ptr, off, layout, elem, space, align, idx)
   return setmetatable({ ptr = ptr, off = off, layout = layout, elem = elem, space = space,
-    align = align or 1 }, Tensor)
+    align = align or 1, idx = index_type(layout, idx) }, Tensor)
 end
 
 local function elem_bytes(t)
@@ -230,10 +270,24 @@ local function elem_bytes(t)
 end
 M.elem_bytes = elem_bytes
 
+-- a + b for element offsets: 64-bit when either part is i64 or a number
+-- outside i32 (an i32 part is widened before the add, never truncated)
+local function fits32(x) return type(x) == "number" and x >= -LIM32 - 1 and x <= LIM32 end
+local function is64(x) return is_value(x) and x.t == T_I64 end
+local function off_add(a, b)
+  if type(a) == "number" and type(b) == "number" then return a + b end
+  if is64(a) or is64(b) or (type(a) == "number" and not fits32(a)) or (type(b) == "number" and not fits32(b)) then
+    if is_value(a) and a.t ~= T_I64 then a = tr.cvt(a, T_I64) end
+    if is_value(b) and b.t ~= T_I64 then b = tr.cvt(b, T_I64) end
+  end
+  return iadd(a, b)
+end
+M.off_add = off_add
+
 local function element_ptr(T, off)
   local S = tr.state()
-  local o = iadd(T.off, off)
-  local ov = tr.lift(o, T_I32)
+  local o = off_add(T.off, off)
+  local ov = tr.lift(o, fits32(o) and T_I32 or T_I64)
   setloc()
   return mk(C.cute_ir_gep(S.ir, T.ptr.ref, ov.ref), T.ptr.t)
 end
@@ -281,15 +335,15 @@ local function index_offset(T, k)
   if type(k) == "table" and #k == 0 and not rawequal(k, _) then
     fail("empty coordinate {}")
   end
-  return crd2idx(k, L.shape, L.stride)
+  return crd2idx(k, L.shape, L.stride, T.idx)
 end
 
 -- T:slice(crd) / T[crd with _]: sub-tensor
 function Tensor.slice(T, c)
   local outs, outd = {}, {}
-  local off = slice(c, T.layout.shape, T.layout.stride, outs, outd)
+  local off = slice(c, T.layout.shape, T.layout.stride, outs, outd, T.idx)
   local shape, stride = outs, outd
-  return M.make(T.ptr, iadd(T.off, off), { shape = shape, stride = stride }, T.elem, T.space, T.align)
+  return M.make(T.ptr, off_add(T.off, off), { shape = shape, stride = stride }, T.elem, T.space, T.align, T.idx)
 end
 
 Tensor.__index = function(T, k)
@@ -321,7 +375,22 @@ end
 
 Tensor.__len = function(T) return tsize(T.layout.shape) end
 
-function Tensor.size(T) return tsize(T.layout.shape) end
+-- cute.size(T [, mode]): a Lua number when static and below 2^31, else a
+-- traced value: an i64 constant for a larger static size, the product of the
+-- runtime extents (i64, or i32 for a tensor with index_bits = 32) otherwise.
+function M.size_of(T, mode)
+  local s = T.layout.shape
+  if mode ~= nil then
+    if type(mode) ~= "number" or mode % 1 ~= 0 or mode < 0 or mode >= (type(s) == "table" and #s or 1) then
+      fail(("cute.size: mode %s is out of range for the shape %s"):format(tostring(mode), M.describe(s)))
+    end
+    s = type(s) == "table" and s[mode + 1] or s
+  end
+  local n = tsize(s)
+  if type(n) == "number" and n > LIM32 and tr.active() then return tr.const(T_I64, n) end
+  return n
+end
+function Tensor.size(T) return M.size_of(T) end
 function Tensor.load(T, crd) return load_at(T, index_offset(T, crd)) end
 function Tensor.store(T, crd, v) store_at(T, index_offset(T, crd), v) end
 -- pointer to element crd (for atomics and raw access)
@@ -348,14 +417,14 @@ local function rank_of(s) return type(s) == "table" and #s or 1 end
 -- zipped_divide etc. on tensors
 function M.zipped_divide(T, tiler)
   local Z = zdivide(T.layout, tiler, "zipped_divide")
-  return M.make(T.ptr, T.off, Z, T.elem, T.space, T.align)
+  return M.make(T.ptr, T.off, Z, T.elem, T.space, T.align, T.idx)
 end
 
 function M.logical_divide(T, tiler)
   if is_static(T.layout.shape) and is_static(T.layout.stride) then
     local ok, r = pcall(lay.logical_divide, static_layout(T.layout), tiler)
     if not ok then fail(r) end
-    return M.make(T.ptr, T.off, from_static(r), T.elem, T.space, T.align)
+    return M.make(T.ptr, T.off, from_static(r), T.elem, T.space, T.align, T.idx)
   end
   local Z = zdivide(T.layout, tiler, "logical_divide")
   -- regroup ((t0,t1..),(r0,r1..)) into ((t0,r0),(t1,r1),...)
@@ -363,7 +432,7 @@ function M.logical_divide(T, tiler)
   for i = 1, #Z.shape[1] do
     s[i] = { Z.shape[1][i], Z.shape[2][i] }; d[i] = { Z.stride[1][i], Z.stride[2][i] }
   end
-  return M.make(T.ptr, T.off, { shape = s, stride = d }, T.elem, T.space, T.align)
+  return M.make(T.ptr, T.off, { shape = s, stride = d }, T.elem, T.space, T.align, T.idx)
 end
 
 function M.tiled_divide(T, tiler)
@@ -372,7 +441,7 @@ function M.tiled_divide(T, tiler)
   local rs, rd = Z.shape[2], Z.stride[2]
   if type(rs) ~= "table" then rs, rd = { rs }, { rd } end
   for i = 1, #rs do s[#s + 1] = rs[i]; d[#d + 1] = rd[i] end
-  return M.make(T.ptr, T.off, { shape = s, stride = d }, T.elem, T.space, T.align)
+  return M.make(T.ptr, T.off, { shape = s, stride = d }, T.elem, T.space, T.align, T.idx)
 end
 
 function M.flat_divide(T, tiler)
@@ -383,7 +452,7 @@ function M.flat_divide(T, tiler)
     if type(ps) ~= "table" then ps, pd = { ps }, { pd } end
     for i = 1, #ps do s[#s + 1] = ps[i]; d[#d + 1] = pd[i] end
   end
-  return M.make(T.ptr, T.off, { shape = s, stride = d }, T.elem, T.space, T.align)
+  return M.make(T.ptr, T.off, { shape = s, stride = d }, T.elem, T.space, T.align, T.idx)
 end
 
 -- local_tile(T, tiler, coord): the tile at coord (coord may hold cute._ to keep
@@ -395,19 +464,19 @@ function M.local_tile(T, tiler, coord)
   local c = coord
   if type(c) ~= "table" or rawequal(c, _) then c = { c } end
   if type(Z.shape[2]) ~= "table" then
-    if #c ~= 1 then fail(("local_tile: coordinate %s for a single rest mode"):format(lay.describe(coord))) end
+    if #c ~= 1 then fail(("local_tile: coordinate %s for a single rest mode"):format(M.describe(coord))) end
     c = c[1]
   else
     if #c > r1 then
       fail(("local_tile: coordinate %s has more modes than the tiled tensor's rest %s"):format(
-        lay.describe(coord), M.describe(Z.shape[2])))
+        M.describe(coord), M.describe(Z.shape[2])))
     end
     local cc = {}
     for i = 1, r1 do if c[i] == nil then cc[i] = _ else cc[i] = c[i] end end
     c = cc
   end
   local tile_c = type(Z.shape[1]) == "table" and under_list(r0) or _
-  local sub = M.make(T.ptr, T.off, Z, T.elem, T.space, T.align)
+  local sub = M.make(T.ptr, T.off, Z, T.elem, T.space, T.align, T.idx)
   return Tensor.slice(sub, { tile_c, c })
 end
 
@@ -458,7 +527,7 @@ function M.local_partition(T, thr_layout, idx)
   local tile_c = (type(Z.shape[1]) == "table") and flat or flat[1]
   local r1 = rank_of(Z.shape[2])
   local rest_c = type(Z.shape[2]) == "table" and under_list(r1) or _
-  local sub = M.make(T.ptr, T.off, Z, T.elem, T.space, T.align)
+  local sub = M.make(T.ptr, T.off, Z, T.elem, T.space, T.align, T.idx)
   return Tensor.slice(sub, { tile_c, rest_c })
 end
 
@@ -515,7 +584,13 @@ function M.copy(src, dst)
     if v == 1 then
       store_at(dst, do_[i], load_at(src, so[i]))
     else
-      local vt = vec_type(S, src.elem, v)
+      -- the access is v * eb bytes: as v lanes of the element type, or (8-bit
+      -- elements, or more than 8 lanes) as 32-bit words
+      local vt
+      if eb >= 2 and v <= 8 then vt = vec_type(S, src.elem, v)
+      elseif v * eb == 4 then vt = tr.T.U32
+      else vt = vec_type(S, tr.T.U32, v * eb / 4) end
+      if vt == 0 then fail("cute.copy: " .. ffi.string(C.cute_ir_error(S.ir))) end
       local sp = element_ptr(src, so[i])
       local dp = element_ptr(dst, do_[i])
       local sspace, dspace = space_num[src.space], space_num[dst.space]
@@ -524,11 +599,12 @@ function M.copy(src, dst)
         ffi.new("int32_t[1]", sp.ref), 0, 0)
       local dpv = C.cute_ir_op(S.ir, tr.OP.PTRCAST, C.cute_ir_t_ptr(S.ir, vt, dspace), 1,
         ffi.new("int32_t[1]", dp.ref), 0, 0)
-      if spv == 0 or dpv == 0 then tr.ir_fail() end
+      local function refuse() fail("cute.copy: " .. ffi.string(C.cute_ir_error(S.ir))) end
+      if spv == 0 or dpv == 0 then refuse() end
       local val = C.cute_ir_load(S.ir, spv, 0, v * eb)
-      if val == 0 then tr.ir_fail() end
+      if val == 0 then refuse() end
       if C.cute_ir_store(S.ir, dpv, val, 0, v * eb) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then
-        tr.ir_fail()
+        refuse()
       end
     end
     i = i + v
@@ -551,26 +627,56 @@ local function alloc_tensor(kind, layout, dtype, align)
   local n = lay.cosize(static_layout(L))
   local S = tr.state()
   setloc()
-  align = align or 16
-  local ref, space
+  if align ~= nil and (type(align) ~= "number" or align < 1 or align > 1024 or align % 1 ~= 0
+    or math.floor(math.log(align) / math.log(2) + 0.5) ~= math.log(align) / math.log(2)) then
+    fail(("%s: alignment %s is not a power of two from 1 to 1024"):format(kind, tostring(align)))
+  end
+  local eb = elem_bytes(elem)
+  align = math.max(align or 16, eb)
+  local bytes = n * eb
+  local ref, space, off = nil, nil, 0
   if kind == "cute.make_fragment" then
     ref = C.cute_ir_local(S.ir, elem, n, align); space = "local"
   elseif kind == "cute.make_shared_tensor" then
+    -- the kernel's static shared memory: at most 48 KiB in all
+    local before = S.smem_static or 0
+    local total = math.ceil(before / align) * align + bytes
+    if total > M.STATIC_SMEM_LIMIT then
+      fail(("%s: %d bytes here plus %d bytes of static shared memory allocated before make %d bytes, over " ..
+        "the %d-byte (48 KiB) static limit; use cute.make_dynamic_shared_tensor (up to the device's opt-in " ..
+        "limit, 227 KiB on an H100)"):format(kind, bytes, before, total, M.STATIC_SMEM_LIMIT))
+    end
+    S.smem_static = total
     ref = C.cute_ir_shared(S.ir, elem, n, align); space = "shared"
   else
+    -- successive regions of the one dynamic buffer, each aligned; the total
+    -- is recorded in the IR (dynsmem=) and checked at launch
+    local before = S.smem_dyn or 0
+    local start = math.ceil(before / align) * align
+    local total = start + bytes
+    if total + (S.smem_static or 0) > M.DYN_SMEM_LIMIT then
+      fail(("%s: %d bytes here (at offset %d) make %d bytes of dynamic shared memory, plus %d static: over " ..
+        "the %d-byte (227 KiB) limit of a thread block"):format(kind, bytes, start, total, S.smem_static or 0,
+        M.DYN_SMEM_LIMIT))
+    end
+    S.smem_dyn = total
+    if C.cute_ir_dyn_smem(S.ir, total) ~= 0 then tr.ir_fail() end
     ref = C.cute_ir_dyn_shared(S.ir, elem, align); space = "shared"
+    off = start / eb
   end
   if ref == 0 then tr.ir_fail() end
   local pv = tr.mk(ref, C.cute_ir_value_type(S.ir, ref))
-  return M.make(pv, 0, L, elem, space, align)
+  return M.make(pv, off, L, elem, space, align)
 end
+M.STATIC_SMEM_LIMIT = 48 * 1024
+M.DYN_SMEM_LIMIT = 227 * 1024
 
 -- cute.make_tensor(x, layout): x is a tensor (its memory, reinterpreted with a
 -- new layout) or a traced pointer (e.g. T:ptr_at(crd)).
 function M.make_tensor(x, layout)
   tr.need_trace("cute.make_tensor")
   local L = M.as_layout(layout, "cute.make_tensor")
-  if is_tensor(x) then return M.make(x.ptr, x.off, L, x.elem, x.space, x.align) end
+  if is_tensor(x) then return M.make(x.ptr, x.off, L, x.elem, x.space, x.align, x.idx) end
   if is_value(x) then
     local S = tr.state()
     local sp = ffi.new("int[1]")
