@@ -109,6 +109,12 @@ int cute_parse(const char *text, cute_value *out, cute_err *err);
    most cap bytes including the NUL; returns the full length needed. */
 size_t cute_format(const cute_value *v, char *buf, size_t cap);
 
+/* Check that v is well formed (node count within node[], every span and child
+   count consistent, known kinds and types, valid swizzle, positive shapes):
+   0, or an error whose message starts with who ("cute.size: argument 1").
+   Every entry point below checks its arguments this way itself. */
+int cute_value_check(const cute_value *v, const char *who, cute_err *err);
+
 /* ---- layout algebra ---------------------------------------------------- */
 /* Operation codes for cute_op, one per oracle op plus the extras. */
 enum {
@@ -163,7 +169,7 @@ int cute_op(int op, const cute_value *args, int nargs,
 int cute_layout_crd2idx(const cute_value *L, const int64_t *crd, int n,
                         int64_t *out, cute_err *err);
 /* Flattened view of a layout's leaves (at most cap): returns the number of
-   leaves, or -1 if cap is too small. */
+   leaves, or -1 if cap is too small or L is not a well-formed layout. */
 int cute_layout_leaves(const cute_value *L, int64_t *shape, int64_t *stride,
                        int cap);
 /* CDEF END */

@@ -21,13 +21,13 @@ end
 
 -- runs `exe script` n times; returns the number of runs that failed and the
 -- first failure's stderr
-local function runs(exe, script, n)
+local function runs(exe, script, n, env)
   local dir = os.tmpname()
   os.remove(dir)
   local errf = dir .. ".err"
   local failed, first = 0, nil
   for _ = 1, n do
-    local p = io.popen(("%s %s 2>%s; echo \"rc=$?\""):format(exe, script, errf))
+    local p = io.popen(("%s%s %s 2>%s; echo \"rc=$?\""):format(env or "", exe, script, errf))
     local out = p:read("*a")
     p:close()
     local f = io.open(errf)
@@ -67,7 +67,9 @@ describe("process exit", function()
   it("os.exit right after tracing waits for the warm-up too", function()
     local script = dir .. "_exit.lua"
     write(script, TRACE_ONLY .. "os.exit(0)\n")
-    local failed, first = runs(exe, script, 50)
+    -- os.exit skips lua_close by definition, so under ASan everything the
+    -- state holds is a "leak"; double frees and crashes still fail the run
+    local failed, first = runs(exe, script, 50, "ASAN_OPTIONS=detect_leaks=0 ")
     os.remove(script)
     assert.are.equal(0, failed, tostring(first))
   end)

@@ -736,8 +736,10 @@ int cute_layout_crd2idx(const cute_value *L, const int64_t *crd, int n, int64_t 
 }
 
 int cute_layout_leaves(const cute_value *L, int64_t *shape, int64_t *stride, int cap) {
-  if (!L || L->n < 1 || L->n > CV_MAX) return -1;
+  if (!L || L->n < 1 || L->n > CV_MAX || cap < 0) return -1;
   if (L->type != CUTE_V_LAYOUT && L->type != CUTE_V_COMPOSED) return -1;
+  int rc = cv_check(L, NULL, NULL); /* a zero shape is still a well-formed tree */
+  if (rc && rc != CUTE_E_DOMAIN) return -1;
   int cnt = 0;
   for (int k = 0; k < L->n; k++) {
     if (L->node[k].kind != CUTE_N_INT) continue;

@@ -176,6 +176,11 @@ int cv_check(const cute_value *v, cute_err *err, const char *who) {
   return 0;
 }
 
+int cute_value_check(const cute_value *v, const char *who, cute_err *err) {
+  if (err) { err->code = 0; err->msg[0] = 0; }
+  return cv_check(v, err, who);
+}
+
 /* ---- builders ---------------------------------------------------------------- */
 
 void cv_init(cute_value *o, int type) {

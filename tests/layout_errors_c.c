@@ -245,6 +245,73 @@ static void properties(long iters) {
   }
 }
 
+/* extreme headers and trees: node counts outside node[], spans and child
+ * counts at the integer limits, the deepest nesting node[] can hold */
+static void extremes(void) {
+  static const int32_t counts[] = {INT32_MIN, -1, 0, 1, 4, 5, 6, 127, 128, 129, INT32_MAX};
+  static const int32_t spans[] = {INT32_MIN, -1, 0, 1, 128, 129, INT32_MAX};
+  static const int64_t childs[] = {INT64_MIN, -1, 0, 1, 127, 128, INT64_MAX};
+  static cute_value a[2];
+  cute_err e;
+  cute_parse("((2,3),4):((1,2),6)", &a[1], &e);
+  for (int t = -1; t <= 8; t++)
+    for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
+      cute_parse("((2,3),4):((1,2),6)", &a[0], &e);
+      a[0].type = t;
+      a[0].n = counts[c];
+      int rc = cute_value_check(&a[0], "check", &e);
+      if (counts[c] < 0 || counts[c] > 128)
+        CHECK(rc == CUTE_E_ARG && strstr(e.msg, "check: malformed value"),
+              "type %d, node count %d accepted (%s)", t, (int)counts[c], e.msg);
+      run_all(a, 2);
+      int64_t sh[4], crd[2] = {1, 1}, r;
+      CHECK(cute_layout_leaves(&a[0], sh, sh, -1) == -1, "leaves with a negative cap");
+      int nl = cute_layout_leaves(&a[0], sh, sh, 4);
+      CHECK(nl == ((t == CUTE_V_LAYOUT || t == CUTE_V_COMPOSED) && counts[c] == 5 ? 3 : -1),
+            "leaves of type %d with node count %d: %d", t, (int)counts[c], nl);
+      cute_layout_leaves(&a[0], NULL, NULL, 0);
+      cute_layout_crd2idx(&a[0], crd, 0, &r, &e);
+      cute_layout_crd2idx(&a[0], crd, -1, &r, &e);
+      cute_layout_crd2idx(&a[0], crd, INT32_MAX, &r, &e);
+    }
+  for (int k = 0; k < 6; k++)
+    for (size_t s = 0; s < sizeof spans / sizeof *spans; s++)
+      for (size_t c = 0; c < sizeof childs / sizeof *childs; c++) {
+        cute_parse("((2,3),4):((1,2),6)", &a[0], &e);
+        cute_node *nd = &a[0].node[k % 5], orig = *nd;
+        nd->span = spans[s];
+        if (nd->kind == CUTE_N_TUPLE) nd->a = childs[c];
+        if (k == 5) { a[0].n = 128; a[0].node[0].span = 128; }
+        int same = k < 5 && nd->span == orig.span && nd->a == orig.a;
+        CHECK((cute_value_check(&a[0], "check", &e) == 0) == same,
+              "node %d span %d children %lld: check %s", k, (int)spans[s], (long long)childs[c],
+              same ? "rejected a valid tree" : "accepted a broken tree");
+        run_all(a, 2);
+      }
+  /* 127 nested one-child tuples around a leaf: valid, and as deep as it gets */
+  memset(&a[0], 0, sizeof a[0]);
+  a[0].type = CUTE_V_LAYOUT;
+  a[0].n = 128;
+  for (int k = 0; k < 127; k++) {
+    a[0].node[k].kind = CUTE_N_TUPLE;
+    a[0].node[k].span = 128 - k;
+    a[0].node[k].a = 1;
+  }
+  a[0].node[127].kind = CUTE_N_INT;
+  a[0].node[127].span = 1;
+  a[0].node[127].a = 3;
+  a[0].node[127].b = 5;
+  CHECK(cute_value_check(&a[0], "deep", &e) == 0, "deepest layout rejected: %s", e.msg);
+  run_all(a, 2);
+  /* the same with N_LAYOUT tiler elements nested in each other (invalid) */
+  a[0].type = CUTE_V_TILER;
+  for (int k = 1; k < 127; k++) a[0].node[k].kind = CUTE_N_LAYOUT;
+  CHECK(cute_value_check(&a[0], "tiler", &e) == CUTE_E_ARG, "nested layout elements accepted");
+  run_all(a, 2);
+  CHECK(cute_value_check(NULL, NULL, &e) == CUTE_E_ARG, "NULL value accepted");
+  CHECK(cute_value_check(&a[1], "ok", NULL) == 0, "valid value rejected");
+}
+
 int main(int argc, char **argv) {
   long iters = argc > 1 ? atol(argv[1]) : 3000;
 
@@ -320,6 +387,7 @@ int main(int argc, char **argv) {
     run_all(args, 4);
   }
   properties(iters / 8 + 1);
+  extremes();
   cute_err e;
   CHECK(cute_parse(NULL, &args[0], &e) == CUTE_E_ARG, "NULL text");
   CHECK(cute_parse("1", NULL, &e) == CUTE_E_ARG, "NULL out");

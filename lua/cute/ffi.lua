@@ -35,17 +35,28 @@ M.C = find_lib()
 M.err = ffi.new("cute_err[1]")
 
 -- The user's location: the innermost frame outside cute's own modules.
+-- cute's chunks are recognised positively; every other chunk is the user's,
+-- including "=name" chunks of a C host (luaL_loadbuffer(L, s, n, "=myhost")).
+--   "@[embedded]/cute.*.lua"   modules embedded in the binary (src/lua_open.c)
+--   "@<dir>/<module>.lua"      files beside this one (wherever cute is installed)
+--   "@.../lua/cute/<m>.lua"    the source tree and the bundle (dist/lua/cute)
+--   "=[cute ...]"              code that cute generates (kernel.lua launchers)
+local lib_dir = debug.getinfo(1, "S").source:match("^(@.*[/\\])ffi%.lua$")
 local lib_src_cache = {}
 local function is_lib_source(src)
   local v = lib_src_cache[src]
   if v == nil then
-    v = (src:find("^@%[embedded%]/") ~= nil) or (src:find("/lua/cute/[%w_]+%.lua$") ~= nil)
+    v = (src:find("^@%[embedded%]/cute[%.%w_]*%.lua$") ~= nil)
+      or (lib_dir ~= nil and src:sub(1, #lib_dir) == lib_dir
+          and src:find("^[%w_]+%.lua$", #lib_dir + 1) ~= nil)
+      or (src:find("^@.*/lua/cute/[%w_]+%.lua$") ~= nil)
       or (src:find("^@lua/cute/[%w_]+%.lua$") ~= nil)
-      or (src:sub(1, 1) == "=" and src ~= "=stdin" and src ~= "=(command line)")
+      or (src:find("^=%[cute ") ~= nil)
     lib_src_cache[src] = v
   end
   return v
 end
+M.is_lib_source = is_lib_source
 
 function M.user_frame()
   for level = 3, 60 do

@@ -49,6 +49,14 @@ local textbuf = ffi.new("char[?]", textbuf_size)
 ---------------------------------------------------------------------------
 local describe -- forward
 
+-- A cute_value is plain memory that the user may have written through the FFI:
+-- check it (node count, spans, kinds, ...) before Lua copies or walks its nodes.
+local function check_value(x, what)
+  if C.cute_value_check(x, what, cf.err) ~= 0 then cf.fail_err() end
+  return x
+end
+M.check_value = check_value
+
 local function int_of(x, what)
   local t = type(x)
   if t == "number" then
@@ -87,6 +95,7 @@ local function put(cv, i, x, what)
     if x.type ~= V_LAYOUT then
       fail(("%s: %s cannot be used inside a tuple"):format(what, describe(x)))
     end
+    check_value(x, what)
     local n = x.n
     if i + 1 + n > MAXN then fail(what .. ": value has more than 128 nodes") end
     nd.kind = N_LAYOUT; nd.span = n + 1; nd.a = 0; nd.b = 0
@@ -109,6 +118,7 @@ end
 -- Fill cv from Lua value x.
 local function to_value(cv, x, what)
   if is_value(x) then
+    check_value(x, what)
     ffi.copy(cv, x, HDR + x.n * NODE)
     return cv
   end
@@ -387,6 +397,7 @@ function M.make_composed_layout(sw, offset, L)
     error("cute.make_composed_layout: third argument must be a layout, got " .. describe(L), 2)
   end
   int_of(offset, "cute.make_composed_layout: offset")
+  check_value(L, "cute.make_composed_layout: layout")
   local r = value_t()
   ffi.copy(r, L, HDR + L.n * NODE)
   r.type = V_COMPOSED; r.sw_b = sw.sw_b; r.sw_m = sw.sw_m; r.sw_s = sw.sw_s; r.offset = offset
@@ -421,8 +432,9 @@ local function layout_call(L, c, ...)
   if ty == V_COMPOSED then
     return tonumber(call("composed_layout", 2, L, c).node[0].a)
   end
-  if ty ~= V_LAYOUT then error("cute: " .. describe(L) .. " is not callable", 2) end
+  if ty ~= V_LAYOUT then fail("cute: " .. describe(L) .. " is not callable") end
   -- hierarchical coordinate: crd2idx(crd, shape, stride)
+  check_value(L, "layout call")
   return tonumber(call("crd2idx", 3, c, tree_of(L, 0, "a"), tree_of(L, 0, "b")).node[0].a)
 end
 
@@ -432,6 +444,7 @@ local function layout_eq(a, b)
     or a.offset ~= b.offset then
     return false
   end
+  if a.n < 0 or a.n > MAXN then check_value(a, "layout ==") end
   for i = 0, a.n - 1 do
     local x, y = a.node[i], b.node[i]
     if x.kind ~= y.kind or x.span ~= y.span or x.a ~= y.a or x.b ~= y.b then return false end
@@ -470,6 +483,7 @@ function M.format_layout(L)
   if not is_value(L) or (L.type ~= V_LAYOUT and L.type ~= V_COMPOSED) then
     error("cute.print_layout: expected a layout, got " .. describe(L), 2)
   end
+  check_value(L, "cute.print_layout")
   local base = L
   if L.type == V_COMPOSED then
     base = value_t(); ffi.copy(base, L, HDR + L.n * NODE); base.type = V_LAYOUT
