@@ -74,6 +74,14 @@ describe("process exit", function()
     assert.are.equal(0, failed, tostring(first))
   end)
 
+  it("a C host (examples/embed) that traces a kernel, lua_closes and exits is clean", function()
+    local f = io.open("build/embed")
+    if not f then return pending("build/embed is not built (make build/embed)") end
+    f:close()
+    local failed, first = runs("build/embed", ">/dev/null", 30)
+    assert.are.equal(0, failed, tostring(first))
+  end)
+
   it("cute_compile_warmup_wait is callable any time and idempotent", function()
     local C = require("cute.ffi").C
     C.cute_compile_warmup_wait()

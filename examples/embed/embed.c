@@ -60,6 +60,27 @@ int main(void) {
   check(luaL_dostring(L, "return cute.size(cute.make_layout({2, 2}))") == 0 &&
             lua_tointeger(L, -1) == 4, "state usable after an error");
 
+  /* a chunk named the usual way for a host ("=name"): errors carry its line */
+  const char *kernel =
+      "local k = cute.kernel(function(X, Y)\n"
+      "  local i = cute.arch.thread_idx()\n"
+      "  Y[i] = X[i] + nil\n"
+      "end)\n"
+      "local s = cute.tensor_spec({256}, cute.float32)\n"
+      "return k:ir(s, s)\n";
+  st = luaL_loadbuffer(L, kernel, strlen(kernel), "=myhost");
+  if (st == 0) st = lua_pcall(L, 0, 1, 0);
+  msg = st ? lua_tostring(L, -1) : "";
+  printf("kernel error: %s\n", msg);
+  check(st != 0 && strncmp(msg, "myhost:3: ", 10) == 0, "kernel error located at the host chunk's line");
+  lua_settop(L, 0);
+
+  /* tracing a kernel starts LLVM's warm-up in the background: lua_close waits
+     for it, so the exit below is clean (no thread left inside LLVM) */
+  check(luaL_dostring(L, "local k = cute.kernel(function(X) X[0] = X[1] end)\n"
+                         "local s = cute.tensor_spec({8}, cute.float32)\n"
+                         "return k:ir(s)\n") == 0,
+        "a kernel traced");
   lua_close(L);
   printf("%d passed, %d failed\n", passed, failed);
   return failed != 0;
