@@ -441,11 +441,11 @@ static int gen_body(cg *g) {
     case IR_ADD: res = isf ? LLVMBuildFAdd(g->B, x, y, "") : LLVMBuildAdd(g->B, x, y, ""); break;
     case IR_SUB: res = isf ? LLVMBuildFSub(g->B, x, y, "") : LLVMBuildSub(g->B, x, y, ""); break;
     case IR_MUL: res = isf ? LLVMBuildFMul(g->B, x, y, "") : LLVMBuildMul(g->B, x, y, ""); break;
-    case IR_DIV:
-      res = isf ? LLVMBuildFDiv(g->B, x, y, "") : sg ? LLVMBuildSDiv(g->B, x, y, "") : LLVMBuildUDiv(g->B, x, y, "");
+    case IR_DIV: /* integers: guarded, see cg_divrem */
+      res = isf ? LLVMBuildFDiv(g->B, x, y, "") : cg_divrem(g, IR_DIV, sg, x, y);
       break;
     case IR_REM:
-      res = isf ? LLVMBuildFRem(g->B, x, y, "") : sg ? LLVMBuildSRem(g->B, x, y, "") : LLVMBuildURem(g->B, x, y, "");
+      res = isf ? LLVMBuildFRem(g->B, x, y, "") : cg_divrem(g, IR_REM, sg, x, y);
       break;
     case IR_MIN: case IR_MAX: {
       const char *n = isf ? (in->op == IR_MIN ? "llvm.minnum" : "llvm.maxnum")
@@ -466,8 +466,7 @@ static int gen_body(cg *g) {
     case IR_AND: res = LLVMBuildAnd(g->B, x, y, ""); break;
     case IR_OR: res = LLVMBuildOr(g->B, x, y, ""); break;
     case IR_XOR: res = LLVMBuildXor(g->B, x, y, ""); break;
-    case IR_SHL: res = LLVMBuildShl(g->B, x, y, ""); break;
-    case IR_SHR: res = sg ? LLVMBuildAShr(g->B, x, y, "") : LLVMBuildLShr(g->B, x, y, ""); break;
+    case IR_SHL: case IR_SHR: res = cg_shift(g, in->op, sg, x, y); break; /* clamped, see cg_shift */
     case IR_NEG: res = isf ? LLVMBuildFNeg(g->B, x, "") : LLVMBuildNeg(g->B, x, ""); break;
     case IR_NOT: res = LLVMBuildNot(g->B, x, ""); break;
     case IR_ABS:

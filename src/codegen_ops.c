@@ -50,6 +50,58 @@ static LLVMValueRef from_reg(cg *g, int32_t t, LLVMValueRef v) {
   }
 }
 
+/* ---- integer shifts, division and remainder: defined for every input ------------------
+ * LLVM makes a shift by >= the width poison and division by zero or INT_MIN / -1
+ * undefined behaviour, which the optimiser exploits (a store of such a value is
+ * deleted).  The DSL's rule (docs/DSL.md "Arithmetic rules", lua/cute/arith.lua)
+ * is PTX's: shift amounts are unsigned and clamp (shl, unsigned shr: 0; signed
+ * shr: sign fill); x / 0 = -1 (all bits), x rem 0 = x, MIN / -1 = MIN, MIN rem -1
+ * = 0.  Constant operands fold the guards away. */
+
+/* the integer constant c in T (a scalar or a splat of a vector's lanes) */
+static LLVMValueRef icst(LLVMTypeRef T, unsigned long long c) {
+  if (LLVMGetTypeKind(T) == LLVMVectorTypeKind) {
+    unsigned n = LLVMGetVectorSize(T);
+    LLVMValueRef e[16], one = LLVMConstInt(LLVMGetElementType(T), c, 0);
+    for (unsigned i = 0; i < n && i < 16; i++) e[i] = one;
+    return LLVMConstVector(e, n < 16 ? n : 16);
+  }
+  return LLVMConstInt(T, c, 0);
+}
+
+static unsigned int_width(LLVMTypeRef T) {
+  return LLVMGetIntTypeWidth(LLVMGetTypeKind(T) == LLVMVectorTypeKind ? LLVMGetElementType(T) : T);
+}
+
+LLVMValueRef cg_shift(cg *g, int op, int sg, LLVMValueRef x, LLVMValueRef y) {
+  LLVMTypeRef T = LLVMTypeOf(x);
+  unsigned bits = int_width(T);
+  LLVMValueRef big = LLVMBuildICmp(g->B, LLVMIntUGE, y, icst(T, bits), "");
+  LLVMValueRef amt = LLVMBuildSelect(g->B, big, icst(T, bits - 1), y, "");
+  if (op == IR_SHR && sg) return LLVMBuildAShr(g->B, x, amt, "");
+  LLVMValueRef r = op == IR_SHL ? LLVMBuildShl(g->B, x, amt, "") : LLVMBuildLShr(g->B, x, amt, "");
+  return LLVMBuildSelect(g->B, big, LLVMConstNull(T), r, "");
+}
+
+LLVMValueRef cg_divrem(cg *g, int op, int sg, LLVMValueRef x, LLVMValueRef y) {
+  LLVMTypeRef T = LLVMTypeOf(x);
+  unsigned bits = int_width(T);
+  LLVMValueRef ones = LLVMConstAllOnes(T);
+  LLVMValueRef z = LLVMBuildICmp(g->B, LLVMIntEQ, y, LLVMConstNull(T), ""), bad = z;
+  if (sg) {
+    LLVMValueRef mn = LLVMBuildICmp(g->B, LLVMIntEQ, x, icst(T, 1ull << (bits - 1)), "");
+    LLVMValueRef m1 = LLVMBuildICmp(g->B, LLVMIntEQ, y, ones, "");
+    bad = LLVMBuildOr(g->B, z, LLVMBuildAnd(g->B, mn, m1, ""), "");
+  }
+  LLVMValueRef d = LLVMBuildSelect(g->B, bad, icst(T, 1), y, "");
+  if (op == IR_DIV) {
+    LLVMValueRef q = sg ? LLVMBuildSDiv(g->B, x, d, "") : LLVMBuildUDiv(g->B, x, d, "");
+    return LLVMBuildSelect(g->B, z, ones, q, "");
+  }
+  LLVMValueRef r = sg ? LLVMBuildSRem(g->B, x, d, "") : LLVMBuildURem(g->B, x, d, "");
+  return LLVMBuildSelect(g->B, z, x, r, "");
+}
+
 /* ---- conversions ---------------------------------------------------------------- */
 LLVMValueRef cg_cvt(cg *g, const ir_inst *in, int32_t to, int32_t from, LLVMValueRef v, int rnd) {
   cute_ir *ir = g->ir;
@@ -105,7 +157,14 @@ LLVMValueRef cg_cvt(cg *g, const ir_inst *in, int32_t to, int32_t from, LLVMValu
       snprintf(tmpl, sizeof tmpl, "cvt.%s%s.%s.%s $0, $1;", rn[rnd], fint ? "i" : "",
                ir_is_signed(ir, st) ? "s16" : "u16", ptx_tname(sf));
     snprintf(cons, sizeof cons, "=%c,%c", c1, c2);
-    return from_reg(g, st, cg_iasm(g, rt, tmpl, cons, &r, 1, 0));
+    LLVMValueRef res = cg_iasm(g, rt, tmpl, cons, &r, 1, 0);
+    if (fint && ir_bits(st) == 8) { /* cvt saturated to 16 bits: clamp to the 8-bit range */
+      int s8 = ir_is_signed(ir, st);
+      LLVMValueRef hi = LLVMConstInt(g->ti16, s8 ? 127 : 255, 0), lo = LLVMConstInt(g->ti16, s8 ? (unsigned long long)-128 : 0, 1);
+      res = LLVMBuildSelect(g->B, LLVMBuildICmp(g->B, s8 ? LLVMIntSGT : LLVMIntUGT, res, hi, ""), hi, res, "");
+      if (s8) res = LLVMBuildSelect(g->B, LLVMBuildICmp(g->B, LLVMIntSLT, res, lo, ""), lo, res, "");
+    }
+    return from_reg(g, st, res);
   }
   if (sf == CUTE_T_I1) {
     if (ct == 3) return LLVMBuildUIToFP(g->B, v, T, "");
@@ -122,7 +181,18 @@ LLVMValueRef cg_cvt(cg *g, const ir_inst *in, int32_t to, int32_t from, LLVMValu
     return cf == 1 ? LLVMBuildSExt(g->B, v, T, "") : LLVMBuildZExt(g->B, v, T, "");
   }
   if (ct == 3 && cf != 3) return cf == 1 ? LLVMBuildSIToFP(g->B, v, T, "") : LLVMBuildUIToFP(g->B, v, T, "");
-  if (ct != 3 && cf == 3) return ct == 1 ? LLVMBuildFPToSI(g->B, v, T, "") : LLVMBuildFPToUI(g->B, v, T, "");
+  if (ct != 3 && cf == 3) {
+    /* float -> int saturates to the type's range, NaN -> 0 (PTX cvt.rzi semantics);
+       a bare fptosi/fptoui would be poison out of range.  16-bit floats widen
+       exactly to f32 first. */
+    LLVMTypeRef src = cg_type(g, from);
+    if (ir_bits(sf) == 16) {
+      src = ir->types[from].kind == CUTE_T_VEC ? LLVMVectorType(g->tf32, ir->types[from].n) : g->tf32;
+      v = LLVMBuildFPExt(g->B, v, src, "");
+    }
+    LLVMTypeRef tys[2] = {T, src};
+    return cg_intr(g, in, ct == 1 ? "llvm.fptosi.sat" : "llvm.fptoui.sat", tys, 2, &v, 1);
+  }
   /* float -> float */
   if (ir_bits(st) > ir_bits(sf)) return LLVMBuildFPExt(g->B, v, T, "");
   if (ir_bits(st) < ir_bits(sf)) return LLVMBuildFPTrunc(g->B, v, T, "");

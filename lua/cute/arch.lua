@@ -220,47 +220,69 @@ function math_.isnan(a)
   return mk(C.cute_ir_op1(s.ir, OP.ISNAN, v.ref), T.I1)
 end
 
-local function minmax(op, lua_f)
-  return function(a, b, ...)
-    if select("#", ...) > 0 then return minmax(op, lua_f)(minmax(op, lua_f)(a, b), ...) end
-    if type(a) == "number" and type(b) == "number" then return lua_f(a, b) end
+-- Two Lua numbers fold by cute.arith's rule for their types (integers: i32,
+-- or i64 beyond i32 range, wrapping as on the GPU; otherwise f64); anything
+-- traced emits the op.
+local arith = require("cute.arith")
+local function number_like(x) return type(x) == "number" or arith.is64(x) end
+local function folded(rule, name, a, b)
+  local ok, r = pcall(arith.fold_numbers, rule, a, b, name)
+  if not ok then fail(r) end
+  return r
+end
+
+local function minmax(op, rule, name)
+  local function f(a, b, ...)
+    if select("#", ...) > 0 then return f(f(a, b), ...) end
+    if number_like(a) and number_like(b) then return folded(rule, name, a, b) end
     S()
     return tr.binop(op, a, b)
   end
+  return f
 end
-M.min = minmax(OP.MIN, math.min)
-M.max = minmax(OP.MAX, math.max)
+M.min = minmax(OP.MIN, "min", "cute.min")
+M.max = minmax(OP.MAX, "max", "cute.max")
 math_.min, math_.max = M.min, M.max
 
--- truncating integer division and remainder
+-- integer division truncates toward zero; cute.rem is C's remainder (the sign
+-- of the dividend).  x / 0 = -1, x rem 0 = x, INT_MIN / -1 = INT_MIN.
 function M.div(a, b)
-  if type(a) == "number" and type(b) == "number" then
-    local q = a / b
-    return q >= 0 and math.floor(q) or math.ceil(q)
-  end
+  if number_like(a) and number_like(b) then return folded("div", "cute.div", a, b) end
   S()
-  return tr.binop(OP.DIV, a, b)
+  return tr.binop(OP.DIV, a, b, nil, "cute.div")
 end
 function M.rem(a, b)
-  if type(a) == "number" and type(b) == "number" then return math.fmod(a, b) end
+  if number_like(a) and number_like(b) then return folded("rem", "cute.rem", a, b) end
   S()
   return tr.binop(OP.REM, a, b)
 end
 function M.ceil_div_(a, b) return M.div(a + (b - 1), b) end
 
--- bitwise
+-- bitwise; shift amounts are unsigned and clamp: lshift by >= the width is 0,
+-- rshift of a signed value sign-fills, of an unsigned one gives 0
 for name, op in pairs({ band = OP.AND, bor = OP.OR, bxor = OP.XOR, lshift = OP.SHL, rshift = OP.SHR }) do
+  local rule = ({ band = "and", bor = "or", bxor = "xor", lshift = "shl", rshift = "shr" })[name]
   M[name] = function(a, b)
-    if type(a) == "number" and type(b) == "number" then return bit[name](a, b) end
+    if number_like(a) and number_like(b) then return folded(rule, "cute." .. name, a, b) end
     S()
     return tr.binop(op, a, b)
   end
 end
-function M.bnot(a) S(); return tr.unop(OP.NOT, a) end
+function M.bnot(a)
+  if number_like(a) then
+    if not arith.integral(a) then fail("cute.bnot: " .. arith.tostr(a) .. " is not an integer") end
+    return arith.fold1("not", arith.num_type(a), a)
+  end
+  S(); return tr.unop(OP.NOT, a)
+end
 
 -- comparisons that return traced booleans (keep them in variables)
+-- (two Lua numbers compare at trace time and give a Lua boolean)
 for name, op in pairs({ lt = OP.LT, le = OP.LE, gt = OP.GT, ge = OP.GE, eq = OP.EQ, ne = OP.NE }) do
-  M[name] = function(a, b) S(); return tr.cmp_value(op, a, b) end
+  M[name] = function(a, b)
+    if number_like(a) and number_like(b) then return folded(name, "cute." .. name, a, b) end
+    S(); return tr.cmp_value(op, a, b)
+  end
 end
 local function two_conditions(a, b, what)
   if type(a) == "boolean" and type(b) == "boolean" then

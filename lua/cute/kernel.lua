@@ -38,15 +38,25 @@ local scalar_ctype = {
   [T.F32] = "float*", [T.F64] = "double*", [T.I1] = "uint8_t*",
 }
 
+local arith = require("cute.arith")
 for name, t in pairs(scalar_types) do
+  local what = "cute." .. name
   M[name] = function(x)
-    if tr.is_value(x) then return tr.cvt(x, t) end
+    if tr.is_value(x) then return tr.cvt(x, t) end   -- a conversion (float -> int saturates)
     if tr.is_var(x) then return tr.cvt(x.value, t) end
-    if tr.active() and type(x) == "number" then return tr.const(t, x) end
     if type(x) == "boolean" and t == T.I1 then x = x and 1 or 0 end
-    if type(x) ~= "number" and not (type(x) == "cdata") then
-      error(("cute.%s: expected a number, got %s"):format(name, type(x)), 2)
+    if type(x) == "cdata" and not arith.is64(x) and tonumber(x) then x = tonumber(x) end
+    if type(x) ~= "number" and not arith.is64(x) then
+      cf.fail(("%s: expected a number, got %s"):format(what, type(x)))
     end
+    -- a number must be exactly a value of the type (integers: integral and in range)
+    if arith.tinfo[t].int then
+      if not arith.integral(x) then cf.fail(("%s: %s is not an integer"):format(what, arith.tostr(x))) end
+      if not arith.fits(t, x) then
+        cf.fail(("%s: %s does not fit %s"):format(what, arith.tostr(x), arith.tinfo[t].name))
+      end
+    end
+    if tr.active() then return tr.const(t, x, what) end
     if t == T.F16 or t == T.BF16 then
       error(("cute.%s: half-precision kernel parameters are not supported; pass cute.Float32"):format(name), 2)
     end

@@ -296,7 +296,7 @@ M.element_ptr = element_ptr
 -- alignment in bytes guaranteed for element offset o of T
 local function offset_align(T, o)
   local eb = elem_bytes(T.elem)
-  local total = iadd(T.off, o)
+  local total = off_add(T.off, o)
   local d
   if type(total) == "number" then
     d = total == 0 and 2 ^ 20 or (total - math.floor(total / 2 ^ 20) * 2 ^ 20)

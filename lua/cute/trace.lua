@@ -23,22 +23,9 @@ local T_F16, T_BF16, T_F32, T_F64 = 11, 12, 13, 14
 M.T = { I1 = T_I1, I8 = T_I8, I16 = T_I16, I32 = T_I32, I64 = T_I64, U8 = T_U8, U16 = T_U16,
   U32 = T_U32, U64 = T_U64, F16 = T_F16, BF16 = T_BF16, F32 = T_F32, F64 = T_F64 }
 
--- scalar type properties
-local tinfo = {
-  [T_I1] = { name = "i1", bits = 1, int = true, signed = false },
-  [T_I8] = { name = "i8", bits = 8, int = true, signed = true },
-  [T_I16] = { name = "i16", bits = 16, int = true, signed = true },
-  [T_I32] = { name = "i32", bits = 32, int = true, signed = true },
-  [T_I64] = { name = "i64", bits = 64, int = true, signed = true },
-  [T_U8] = { name = "u8", bits = 8, int = true, signed = false },
-  [T_U16] = { name = "u16", bits = 16, int = true, signed = false },
-  [T_U32] = { name = "u32", bits = 32, int = true, signed = false },
-  [T_U64] = { name = "u64", bits = 64, int = true, signed = false },
-  [T_F16] = { name = "f16", bits = 16, float = true },
-  [T_BF16] = { name = "bf16", bits = 16, float = true },
-  [T_F32] = { name = "f32", bits = 32, float = true },
-  [T_F64] = { name = "f64", bits = 64, float = true },
-}
+-- scalar type properties (the arithmetic rules live in cute.arith)
+local arith = require("cute.arith")
+local tinfo = arith.tinfo
 M.tinfo = tinfo
 
 -- dtype name (runtime dtypes) -> IR scalar type
@@ -103,7 +90,8 @@ typedef struct cute_traced {
   int32_t div;   /* known divisibility of an integer value        */
   int32_t line;  /* Lua source line of the definition             */
   int32_t isc;   /* 1: a constant with value cv                   */
-  double cv;
+  double cv;     /* the constant's value (floats: rounded to t)   */
+  uint64_t cb;   /* an integer constant's bits (exact)            */
 } cute_traced;
 ]]
 local tv_t = ffi.typeof("cute_traced")
@@ -120,7 +108,7 @@ end
 -- new Value for IR ref with type t; div = known divisibility (ints)
 local function mk(ref, t, div)
   if ref == 0 then ir_fail() end
-  return tv_t(ref, t, S.region, math.min(div or 1, 2 ^ 30), last_line or 0, 0, 0)
+  return tv_t(ref, t, S.region, math.min(div or 1, 2 ^ 30), last_line or 0, 0, 0, 0)
 end
 M.mk = mk
 
@@ -135,65 +123,106 @@ local function usable(v)
   return v
 end
 
-local function const(t, x)
+local function fmt_num(x) return arith.tostr(x) end
+
+-- A constant of type t.  An integer type needs an integral x in its range
+-- (`what`: the operation, for the message); a float type rounds x.
+local function const(t, x, what)
   local info = tinfo[t]
-  local ref
+  local ref, cv, cb
+  if type(x) == "boolean" then x = x and 1 or 0 end
   if info and info.float then
-    ref = C.cute_ir_const_float(S.ir, t, x)
-  else
-    if x % 1 ~= 0 then fail(("the number %s is not an integer (needed as %s)"):format(tostring(x), info and info.name or "?")) end
+    cv = arith.round(t, tonumber(x))
+    ref = C.cute_ir_const_float(S.ir, t, cv)
+    cb = 0
+  elseif not info then
     ref = C.cute_ir_const_int(S.ir, t, x)
+    cv, cb = x, 0
+  else
+    if not arith.integral(x) then
+      fail(("%s%s is not an integer (needed as %s)"):format(what and (what .. ": ") or "", fmt_num(x),
+        info and info.name or "?"))
+    end
+    if info and not arith.fits(t, x) then
+      fail(("%s%s does not fit %s"):format(what and (what .. ": ") or "", fmt_num(x), info.name))
+    end
+    cb = arith.to_bits(t, x)
+    x = arith.value(t, cb)
+    cv = tonumber(x)
+    ref = C.cute_ir_const_int(S.ir, t, ffi.cast("int64_t", cb))
   end
   if ref == 0 then ir_fail() end
-  local d = (info and info.int and x ~= 0) and math.min(math.abs(x), 2 ^ 30) or (x == 0 and 2 ^ 30 or 1)
-  return tv_t(ref, t, 0, d, last_line or 0, 1, x)
+  local d = (info and info.int and cv ~= 0) and math.min(math.abs(cv), 2 ^ 30) or (cv == 0 and 2 ^ 30 or 1)
+  return tv_t(ref, t, 0, d, last_line or 0, 1, cv, cb)
 end
 M.const = const
 
 -- Default type of a Lua number mixing into traced code.
-local function num_type(x) return (x % 1 == 0 and x >= -2 ^ 31 and x < 2 ^ 31) and T_I32 or T_F32 end
+-- (an integer in i32 range: i32; a larger integer: i64; otherwise f32)
+local num_type = arith.num_type
 
 local function cvt(v, t)
   if v.t == t then return v end
+  if v.isc == 1 and tinfo[v.t] and tinfo[t] then -- fold: the conversion rule of cute.arith
+    return const(t, arith.convert(v.t, t, tinfo[v.t].float and v.cv or arith.value(v.t, v.cb)))
+  end
   setloc()
   local ref = C.cute_ir_cvt(S.ir, t, v.ref, 0)
   return mk(ref, t, tinfo[t] and tinfo[t].int and v.div or 1)
 end
 M.cvt = cvt
 
-local function rank_of(t)
-  local i = tinfo[t]
-  if not i then return 0 end
-  if i.float then return 100 + i.bits end
-  return i.bits + (i.signed and 0 or 0.5)
+-- the exact value of a constant Value (number, or int64/uint64 cdata), else nil
+local function const_value(v)
+  if v.isc ~= 1 then return nil end
+  local info = tinfo[v.t]
+  if info and info.int then return arith.value(v.t, v.cb) end
+  return v.cv
 end
 
--- Bring two operands (Values or numbers) to one type.
-local function unify(a, b)
+local function tname(t) return tinfo[t] and tinfo[t].name or "value" end
+
+-- Bring two operands (Values or numbers) to one type (cute.arith.promote).
+-- A Lua number takes the traced operand's type and must fit it; a
+-- non-integral number with a traced integer makes both f32.  `sym` names the
+-- operation for messages ("+", "cute.band", ...).
+local function unify(a, b, sym)
   local av, bv = is_value(a), is_value(b)
   if av and bv then
     usable(a); usable(b)
     if a.t == b.t then return a, b end
-    local ra, rb = rank_of(a.t), rank_of(b.t)
-    if ra >= rb then return a, cvt(b, a.t) end
-    return cvt(a, b.t), b
-  elseif av then
-    usable(a)
-    if type(b) ~= "number" then
-      fail(("cannot combine a traced %s with a %s value (%s)"):format(tinfo[a.t] and tinfo[a.t].name or "value", type(b), tostring(b)))
+    local t = arith.promote(a.t, b.t)
+    if not t then
+      fail(("%s: operand types %s and %s do not combine"):format(sym or "operation",
+        ffi.string(C.cute_ir_type_name(S.ir, a.t)), ffi.string(C.cute_ir_type_name(S.ir, b.t))))
     end
-    local info = tinfo[a.t]
-    if info and info.int and b % 1 ~= 0 then a = cvt(a, T_F32) end
-    return a, const(a.t, b)
-  else
-    usable(b)
-    if type(a) ~= "number" then
-      fail(("cannot combine a %s value (%s) with a traced %s"):format(type(a), tostring(a), tinfo[b.t] and tinfo[b.t].name or "value"))
-    end
-    local info = tinfo[b.t]
-    if info and info.int and a % 1 ~= 0 then b = cvt(b, T_F32) end
-    return const(b.t, a), b
+    return cvt(a, t), cvt(b, t)
   end
+  local v, x = a, b
+  if bv then v, x = b, a end
+  usable(v)
+  local function ctx()
+    local l, r = "x", fmt_num(x)
+    if bv then l, r = r, l end
+    if sym and sym:match("^%a") then return ("in %s(%s, %s), x: %s"):format(sym, l, r, tname(v.t)) end
+    return ("in %s %s %s, x: %s"):format(l, sym or "op", r, tname(v.t))
+  end
+  if type(x) == "boolean" and v.t == T_I1 then x = x and 1 or 0 end
+  if type(x) ~= "number" and not arith.is64(x) then
+    fail(("%s: cannot combine a traced %s with a %s value (%s)"):format(sym or "operation", tname(v.t),
+      type(x), tostring(x)))
+  end
+  local info = tinfo[v.t]
+  if info and info.int then
+    if not arith.integral(x) then
+      v = cvt(v, T_F32)
+    elseif not arith.fits(v.t, x) then
+      fail(("%s does not fit %s (%s)"):format(fmt_num(x), info.name, ctx()))
+    end
+  end
+  local c = const(v.t, x, sym)
+  if bv then return c, v end
+  return v, c
 end
 M.unify = unify
 
@@ -216,8 +245,26 @@ for _, n in ipairs({ "ADD", "SUB", "MUL", "DIV", "REM", "MIN", "MAX", "AND", "OR
 end
 M.OP = OP
 
-local function binop(opc, a, b, divf)
-  a, b = unify(a, b)
+-- operator names for messages, and the cute.arith rule of each op
+local SYM = { [OP.ADD] = "+", [OP.SUB] = "-", [OP.MUL] = "*", [OP.DIV] = "/", [OP.REM] = "cute.rem",
+  [OP.MIN] = "cute.min", [OP.MAX] = "cute.max", [OP.AND] = "cute.band", [OP.OR] = "cute.bor",
+  [OP.XOR] = "cute.bxor", [OP.SHL] = "cute.lshift", [OP.SHR] = "cute.rshift", [OP.POW] = "^" }
+M.SYM = SYM
+local RULE = { [OP.ADD] = "add", [OP.SUB] = "sub", [OP.MUL] = "mul", [OP.DIV] = "div", [OP.REM] = "rem",
+  [OP.MIN] = "min", [OP.MAX] = "max", [OP.AND] = "and", [OP.OR] = "or", [OP.XOR] = "xor",
+  [OP.SHL] = "shl", [OP.SHR] = "shr", [OP.NEG] = "neg", [OP.NOT] = "not", [OP.ABS] = "abs" }
+
+-- two integer constants fold by the rule the GPU code follows
+local function foldable(a, b)
+  local i = tinfo[a.t]
+  return a.isc == 1 and (b == nil or b.isc == 1) and i and i.int and a.t ~= T_I1
+end
+
+local function binop(opc, a, b, divf, sym)
+  a, b = unify(a, b, sym or SYM[opc])
+  if RULE[opc] and foldable(a, b) then
+    return const(a.t, arith.fold2(RULE[opc], a.t, const_value(a), const_value(b)))
+  end
   setloc()
   local ref = C.cute_ir_op2(S.ir, opc, a.ref, b.ref)
   return mk(ref, a.t, divf and divf(a, b) or 1)
@@ -226,10 +273,40 @@ M.binop = binop
 
 local function unop(opc, a)
   a = lift(a)
+  if RULE[opc] and foldable(a) then return const(a.t, arith.fold1(RULE[opc], a.t, const_value(a))) end
   setloc()
   return mk(C.cute_ir_op1(S.ir, opc, a.ref), a.t)
 end
 M.unop = unop
+
+-- a % b, Lua's floored modulo: the result has the divisor's sign.
+-- Integers: r = rem(a, b); r + b when r ~= 0 and r, b differ in sign.
+-- Floats: a - floor(a / b) * b, each step in the operand type (as Lua does).
+local function mod(a, b)
+  a, b = unify(a, b, "%")
+  local info = tinfo[a.t]
+  if info and info.int and a.t ~= T_I1 then
+    if foldable(a, b) then return const(a.t, arith.fold2("mod", a.t, const_value(a), const_value(b))) end
+    setloc()
+    local r = mk(C.cute_ir_op2(S.ir, OP.REM, a.ref, b.ref), a.t)
+    if not info.signed then return r end
+    local zero = const(a.t, 0)
+    local nz = C.cute_ir_op2(S.ir, OP.NE, r.ref, zero.ref)
+    local sx = C.cute_ir_op2(S.ir, OP.LT, C.cute_ir_op2(S.ir, OP.XOR, r.ref, b.ref), zero.ref)
+    local c = C.cute_ir_op2(S.ir, OP.AND, nz, sx)
+    local adj = C.cute_ir_op2(S.ir, OP.ADD, r.ref, b.ref)
+    return mk(C.cute_ir_op3(S.ir, OP.SELECT, c, adj, r.ref), a.t)
+  end
+  if info and info.float then
+    setloc()
+    local q = C.cute_ir_op2(S.ir, OP.DIV, a.ref, b.ref)
+    local fq = C.cute_ir_op1(S.ir, OP.FLOOR, q)
+    local p = C.cute_ir_op2(S.ir, OP.MUL, fq, b.ref)
+    return mk(C.cute_ir_op2(S.ir, OP.SUB, a.ref, p), a.t)
+  end
+  fail(("%%: needs numbers, got %s"):format(tname(a.t)))
+end
+M.mod = mod
 
 local function add_div(a, b) return gcd(a.div, b.div) end
 local function mul_div(a, b) return math.min(a.div * b.div, 2 ^ 30) end
@@ -251,10 +328,10 @@ V.__div = function(a, b)
   end
   return binop(OP.DIV, a, b)
 end
-V.__mod = function(a, b) return binop(OP.REM, a, b) end
+V.__mod = function(a, b) return mod(a, b) end
 V.__unm = function(a) return unop(OP.NEG, a) end
 V.__pow = function(a, b)
-  a, b = unify(a, b)
+  a, b = unify(a, b, "^")
   if not tinfo[a.t].float then a, b = cvt(a, T_F32), cvt(b, T_F32) end
   setloc()
   return mk(C.cute_ir_op(S.ir, OP.POW, 0, 2, ffi.new("int32_t[2]", a.ref, b.ref), 0, 0), a.t)
@@ -267,8 +344,10 @@ V.__tostring = function(v)
 end
 
 -- comparisons: emit, leave pending, return true
+local CSYM = { [OP.LT] = "<", [OP.LE] = "<=", [OP.GT] = ">", [OP.GE] = ">=", [OP.EQ] = "==", [OP.NE] = "~=" }
+local CRULE = { [OP.LT] = "lt", [OP.LE] = "le", [OP.GT] = "gt", [OP.GE] = "ge", [OP.EQ] = "eq", [OP.NE] = "ne" }
 local function cmp(opc, a, b)
-  a, b = unify(a, b)
+  a, b = unify(a, b, CSYM[opc])
   local f, l = setloc()
   local ref = C.cute_ir_op2(S.ir, opc, a.ref, b.ref)
   local v = mk(ref, T_I1)
@@ -289,7 +368,10 @@ end
 
 -- explicit comparison functions returning Values (usable in variables)
 function M.cmp_value(opc, a, b)
-  a, b = unify(a, b)
+  a, b = unify(a, b, CSYM[opc])
+  if foldable(a, b) and CRULE[opc] then
+    return const(T_I1, arith.fold2(CRULE[opc], a.t, const_value(a), const_value(b)) and 1 or 0)
+  end
   setloc()
   return mk(C.cute_ir_op2(S.ir, opc, a.ref, b.ref), T_I1)
 end
@@ -360,6 +442,8 @@ function V.le(a, b) return M.cmp_value(OP.LE, a, b) end
 function V.gt(a, b) return M.cmp_value(OP.GT, a, b) end
 function V.ge(a, b) return M.cmp_value(OP.GE, a, b) end
 function V.type_name(v) return ffi.string(C.cute_ir_type_name(S.ir, v.t)) end
+-- the exact value when v is a constant (folded at trace time), else nil
+function V.constant(v) return const_value(v) end
 V.__index = V
 
 ---------------------------------------------------------------------------

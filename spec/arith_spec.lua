@@ -1,0 +1,193 @@
+-- Arithmetic rules (docs/DSL.md "Arithmetic rules"): one rule per operator,
+-- the same whether an operand is a Lua number or traced.  Bug specs for issue 8
+-- items 6 and 9, then the differential test's CPU half: every operator folded
+-- at trace time against an independent Lua reference (spec/support/arith_ref.lua),
+-- and the generated LLVM checked for poison-producing forms.
+local cute = require("cute")
+local ffi = require("ffi")
+
+local THIS = "spec/arith_spec.lua"
+local function spec1(n, dt) return cute.tensor_spec({ n }, dt or cute.float32) end
+
+local function line_of(marker)
+  local i = 0
+  for l in io.lines(THIS) do
+    i = i + 1
+    if l:find(marker, 1, true) and not l:find("line_of", 1, true) then return i end
+  end
+  error("marker not found: " .. marker)
+end
+
+local function trace_error(k, ...)
+  local ok, e = pcall(k.ir, k, ...)
+  assert.is_false(ok, "expected a trace error")
+  return tostring(e)
+end
+
+local function call_error(f, ...)
+  local ok, e = pcall(f, ...)
+  assert.is_false(ok, "expected an error")
+  return tostring(e)
+end
+
+describe("arithmetic rules (issue 8 item 6)", function()
+  it("cute.lshift by >= the width is 0, not poison: the store stays", function()
+    local k = cute.kernel(function(A)
+      local i = cute.arch.thread_idx()
+      A[i] = cute.lshift(A[i], 32)
+    end)
+    local r = k:compile(spec1(64, cute.int32))
+    assert.is_truthy(r.ptx:find("st%.global"), r.ptx)
+    -- with a runtime amount: clamped (no bare shl by a value that may be >= 32)
+    local k2 = cute.kernel(function(A, B)
+      local i = cute.arch.thread_idx()
+      A[i] = cute.lshift(A[i], B[i])
+    end)
+    local r2 = k2:compile(spec1(64, cute.int32), spec1(64, cute.int32))
+    assert.is_truthy(r2.ptx:find("st%.global"), r2.ptx)
+    assert.is_truthy(r2.llvm:find("select") or r2.llvm:find("umin"), r2.llvm)
+  end)
+
+  it("float -> int conversions saturate (llvm.fpto*i.sat), NaN -> 0", function()
+    local k = cute.kernel(function(A, B, U)
+      local i = cute.arch.thread_idx()
+      B[i] = cute.Int32(A[i])
+      U[i] = A[i]
+    end)
+    local r = k:compile(spec1(64), spec1(64, cute.int32), spec1(64, cute.uint8))
+    assert.is_truthy(r.llvm:find("llvm.fptosi.sat", 1, true), r.llvm)
+    assert.is_truthy(r.llvm:find("llvm.fptoui.sat", 1, true), r.llvm)
+    assert.is_falsy(r.llvm:find("fptosi [^(]") or r.llvm:find("fptoui [^(]"), r.llvm)
+    assert.is_truthy(r.ptx:find("st%.global%.u8") or r.ptx:find("st%.global%.b8"), r.ptx)
+    -- folded at trace time by the same rule
+    local seen = {}
+    local k2 = cute.kernel(function(B)
+      seen[1] = cute.Int32(cute.Float32(3e9)):constant()
+      seen[2] = cute.Int32(cute.Float32(0 / 0)):constant()
+      seen[3] = cute.Uint8(cute.Float32(-5.5)):constant()
+      seen[4] = cute.Int8(cute.Float32(300)):constant()
+      B[0] = seen[1]
+    end)
+    k2:ir(spec1(4, cute.int32))
+    assert.same({ 2147483647, 0, 0, 127 }, seen)
+  end)
+
+  it("cute.rshift of a negative Lua number is arithmetic, as on traced i32", function()
+    assert.equal(-4, cute.rshift(-8, 1))
+    assert.equal(-1, cute.rshift(-8, 40))
+    assert.equal(0, cute.lshift(1, 32))
+    assert.equal(-2147483648, cute.lshift(1, 31))
+    assert.equal(255, cute.band(0xffffffff, 0xff))   -- 0xffffffff is an i64 constant
+    assert.equal(-1, cute.bnot(0))
+  end)
+
+  it("% is Lua's floored modulo on traced integers too; cute.rem truncates", function()
+    local seen = {}
+    local k = cute.kernel(function(A, n)
+      local i = cute.arch.thread_idx()
+      A[i] = (i - 1) % n
+      seen[1] = (cute.Int32(-1) % 5):constant()
+      seen[2] = (cute.Int32(7) % -3):constant()
+      seen[3] = cute.rem(cute.Int32(-1), 5):constant()
+      seen[4] = cute.div(cute.Int32(-7), 2):constant()
+      A[i + 1] = cute.Int32(cute.Float32(i) % 5)
+    end)
+    local ir = k:ir(spec1(64, cute.int32), cute.Int32(5))
+    assert.same({ 4, -2, -1, -3 }, seen)
+    assert.is_truthy(ir:find("floor f32", 1, true), ir) -- floats: a - floor(a / b) * b
+    assert.is_truthy(ir:find("select i32", 1, true), ir) -- the sign adjustment
+    assert.equal(-1, cute.rem(-1, 5))
+    assert.equal(-3, cute.div(-7, 2))
+  end)
+
+  it("integer division by zero and INT_MIN / -1 are guarded (no LLVM UB)", function()
+    local k = cute.kernel(function(A, B)
+      local i = cute.arch.thread_idx()
+      A[i] = cute.div(A[i], B[i]) + cute.rem(A[i], B[i]) + A[i] % B[i]
+    end)
+    local r = k:compile(spec1(64, cute.int32), spec1(64, cute.int32))
+    assert.is_truthy(r.ptx:find("st%.global"), r.ptx)
+    assert.equal(-1, cute.div(7, 0))
+    assert.equal(7, cute.rem(7, 0))
+    assert.equal(-2147483648, cute.div(-2147483648, -1))
+    assert.equal(0, cute.rem(-2147483648, -1))
+  end)
+
+  it("integral constants that do not fit the operand type are errors at the user's line", function()
+    local function k_of(f) return cute.kernel(f) end
+    local e = trace_error(k_of(function(A)
+      local x = A[0]
+      A[1] = x + 2 ^ 32 + 5 -- MARK_FIT1
+    end), spec1(4, cute.int32))
+    assert.is_truthy(e:find(THIS .. ":" .. line_of("MARK_FIT1"), 1, true), e)
+    assert.is_truthy(e:find("4294967296 does not fit i32", 1, true), e)
+    e = trace_error(k_of(function(A) A[1] = A[0] + 2 ^ 31 end), spec1(4, cute.int32))
+    assert.is_truthy(e:find("2147483648 does not fit i32 (in x + 2147483648", 1, true), e)
+    e = trace_error(k_of(function(A) A[1] = A[0] * -1 end), spec1(4, cute.uint32))
+    assert.is_truthy(e:find("-1 does not fit u32", 1, true), e)
+    e = trace_error(k_of(function(A) A[1] = 300 - A[0] end), spec1(4, cute.int8))
+    assert.is_truthy(e:find("300 does not fit i8 (in 300 - x", 1, true), e)
+    e = trace_error(k_of(function(A) A[1] = cute.band(A[0], 256) end), spec1(4, cute.uint8))
+    assert.is_truthy(e:find("256 does not fit u8 (in cute.band(x, 256), x: u8)", 1, true), e)
+  end)
+
+  it("cute.var(3000000000) is an i64, cute.var(1.5) an f32", function()
+    local k = cute.kernel(function(A)
+      local v = cute.var(3000000000)
+      local w = cute.var(1.5)
+      A[0] = v.value + 1
+      A[1] = w.value
+    end)
+    local ir = k:ir(spec1(4, cute.int64))
+    assert.is_truthy(ir:find("var i64 3000000000:i64", 1, true), ir)
+    assert.is_truthy(ir:find("var f32", 1, true), ir)
+  end)
+
+  it("promotion is symmetric: f16 with bf16 is f32, i32 with u32 is u32", function()
+    local types = {}
+    local k = cute.kernel(function(H, B, I, U)
+      types[1] = (H[0] + B[0]):type_name()
+      types[2] = (B[0] + H[0]):type_name()
+      types[3] = (I[0] + U[0]):type_name()
+      types[4] = (U[0] + I[0]):type_name()
+      types[5] = (I[0] * H[0]):type_name()
+    end)
+    k:ir(spec1(4, cute.float16), spec1(4, cute.bfloat16), spec1(4, cute.int32), spec1(4, cute.uint32))
+    assert.same({ "f32", "f32", "u32", "u32", "f16" }, types)
+  end)
+end)
+
+describe("typed scalars check their value (issue 8 item 9)", function()
+  it("non-integral, out-of-range and NaN integers are errors naming the constructor", function()
+    local e = call_error(cute.Int32, 1.5) -- MARK_SC1
+    assert.is_truthy(e:find("cute.Int32: 1.5 is not an integer", 1, true), e)
+    assert.is_truthy(e:find(THIS .. ":" .. line_of("MARK_SC1"), 1, true) or e:find("arith_spec", 1, true), e)
+    assert.is_truthy(call_error(cute.Int32, 3e9):find("cute.Int32: 3000000000 does not fit i32", 1, true))
+    assert.is_truthy(call_error(cute.Int32, 0 / 0):find("cute.Int32: nan is not an integer", 1, true) or
+      call_error(cute.Int32, 0 / 0):find("is not an integer", 1, true))
+    assert.is_truthy(call_error(cute.Int8, 300):find("cute.Int8: 300 does not fit i8", 1, true))
+    assert.is_truthy(call_error(cute.Boolean, 2):find("cute.Boolean: 2 does not fit", 1, true))
+    assert.is_truthy(call_error(cute.Uint32, -1):find("cute.Uint32: -1 does not fit u32", 1, true))
+    assert.is_truthy(call_error(cute.Int64, 2 ^ 63):find("does not fit i64", 1, true))
+    assert.is_truthy(call_error(cute.Uint8, 1 / 0):find("is not an integer", 1, true))
+  end)
+
+  it("values in range pass unchanged", function()
+    assert.equal(-2147483648, cute.Int32(-2 ^ 31).value)
+    assert.equal(4294967295, cute.Uint32(2 ^ 32 - 1).value)
+    assert.equal(1, cute.Boolean(true).value)
+    assert.equal(0, cute.Boolean(0).value)
+    assert.equal(2 ^ 53, cute.Int64(2 ^ 53).value)
+    assert.equal(1.5, cute.Float32(1.5).value)
+  end)
+
+  it("inside a kernel a Lua number must fit; a traced float converts with saturation", function()
+    local k = cute.kernel(function(A) A[0] = cute.Int8(200) end) -- MARK_SC2
+    local e = trace_error(k, spec1(4, cute.int8))
+    assert.is_truthy(e:find("cute.Int8: 200 does not fit i8", 1, true), e)
+    assert.is_truthy(e:find(THIS .. ":" .. line_of("MARK_SC2"), 1, true), e)
+    local k2 = cute.kernel(function(A, B) B[0] = cute.Int16(A[0]) end)
+    local r = k2:compile(spec1(4), spec1(4, cute.int16))
+    assert.is_truthy(r.llvm:find("llvm.fptosi.sat", 1, true), r.llvm)
+  end)
+end)
