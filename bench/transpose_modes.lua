@@ -1,10 +1,15 @@
 -- bench/transpose_modes.lua: the transpose example loaded as a cubin (ptxas)
--- and as PTX (driver JIT), timed back to back, several rounds.
+-- and as PTX (driver JIT), against a device-to-device copy of the same bytes.
+-- The three alternate round by round (bench/timing.lua): medians, min..max
+-- over the rounds, and per-round ratios.
+--   cuteluajit bench/transpose_modes.lua [size=8192] [rounds=100]
 local cute = require("cute")
 local here = (arg[0]:match("(.*/)") or "./")
 local ex = dofile(here .. "../examples/common.lua")
+local timing = dofile(here .. "timing.lua")
 if not cute.available() then print("needs a GPU"); return end
 local S = tonumber(arg[1]) or 8192
+local rounds = tonumber(arg[2]) or 100
 local function load(cubin)
   local k = ex.load_kernel("transpose", { S, S })
   k.opts.cubin = cubin
@@ -15,13 +20,19 @@ local A, B = cute.empty({ S, S }, cute.float32), cute.empty({ S, S }, cute.float
 A:fill(1.0)
 local kc, kp = load(true), load(false)
 local cfg = { grid = { S / 32, S / 32 }, block = { 32, 8 } }
-for round = 1, 3 do
-  for _, k in ipairs({ kc, kp }) do
-    local ms = ex.time_ms(function() k:launch(cfg)(A, B) end, 20)
-    local e = k:entry(A, B)
-    local regs = ffi and 0
-    print(("round %d %-28s %.3f ms %7.0f GB/s"):format(round, k.name, ms, 8 * S * S / ms / 1e6))
-  end
-  local copy_ms = ex.time_ms(function() B:copy_from(A) end, 20)
-  print(("round %d %-28s %.3f ms %7.0f GB/s"):format(round, "D2D copy", copy_ms, 8 * S * S / copy_ms / 1e6))
+local dev = cute.device(0)
+print(("device: %s, L2 %d MiB; transpose %d^2 fp32, grid %dx%d, block 32x8; %d rounds"):format(
+  dev.name, dev.l2_size / 2 ^ 20, S, S / 32, S / 32, rounds))
+local tm = timing.new({ min_rounds = rounds })
+local r = tm:compare({
+  { kc.name, function() kc:launch(cfg)(A, B) end },
+  { kp.name, function() kp:launch(cfg)(A, B) end },
+  { "D2D copy", function() B:copy_from(A) end },
+})
+for _, k in ipairs({ kc, kp }) do
+  print(("%s: loaded as %s"):format(k.name, k.last_build and k.last_build.image or "?"))
 end
+local work = 8 * S * S / 1e6 -- bytes moved / 1e6: GB/s from ms
+for i = 1, 3 do print(timing.line(r[i], work, "GB/s")) end
+print(timing.ratio_line(r, 1, 3))
+print(timing.ratio_line(r, 2, 3))
