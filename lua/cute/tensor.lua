@@ -293,22 +293,26 @@ local function element_ptr(T, off)
 end
 M.element_ptr = element_ptr
 
--- alignment in bytes guaranteed for element offset o of T
+-- the largest power of two (up to 2^20) known to divide x (number or Value)
+local function pow2_div(x)
+  local d
+  if type(x) == "number" then
+    if x == 0 then return 2 ^ 20 end
+    d = x
+  else
+    d = x.div
+  end
+  local p = 1
+  while p < 2 ^ 20 and d % (p * 2) == 0 do p = p * 2 end
+  return p
+end
+
+-- alignment in bytes guaranteed for element offset o of T (no IR emitted)
 local function offset_align(T, o)
   local eb = elem_bytes(T.elem)
-  local total = off_add(T.off, o)
   local d
-  if type(total) == "number" then
-    d = total == 0 and 2 ^ 20 or (total - math.floor(total / 2 ^ 20) * 2 ^ 20)
-    -- largest power of two dividing total
-    local p = 1
-    while p < 2 ^ 20 and total % (p * 2) == 0 do p = p * 2 end
-    d = total == 0 and 2 ^ 20 or p
-  else
-    local p = 1
-    while p < 2 ^ 20 and total.div % (p * 2) == 0 do p = p * 2 end
-    d = p
-  end
+  if type(T.off) == "number" and type(o) == "number" then d = pow2_div(T.off + o)
+  else d = math.min(pow2_div(T.off), pow2_div(o)) end
   return math.min(T.align, d * eb)
 end
 M.offset_align = offset_align
