@@ -100,6 +100,17 @@ describe("64-bit offsets", function()
     assert.is_true(has(ir, "cvt i64"), ir)
   end)
 
+  it("an extent or stride beyond i32 is i64 math even where it adds no offset", function()
+    local k = cute.kernel(function(A)
+      local t = cute.arch.thread_idx()
+      A[{ t, t }] = 1.0
+    end)
+    local ir = k:ir(cute.tensor_spec({ 4, 1 }, f32, { 1, 2 ^ 40 }))
+    assert.is_true(has(ir, "1099511627776:i64"), ir)
+    ir = k:ir(cute.tensor_spec({ 4, 2 ^ 32 }, f32, { 1, 0 }))
+    assert.is_true(has(ir, "cvt i64"), ir)
+  end)
+
   it("cute.size of a 2^31-element tensor is an i64 value equal to 2^31", function()
     local got = {}
     local k = cute.kernel(function(A)

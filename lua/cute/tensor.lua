@@ -244,6 +244,9 @@ local function max_offset(s, d)
     return m
   end
   if type(s) ~= "number" or type(d) ~= "number" then return nil end
+  -- an extent or stride beyond i32 needs i64 math even where it adds nothing
+  -- (a mode of extent 1 with a huge stride; a huge extent with stride 0)
+  if s > LIM32 or math.abs(d) > LIM32 then return LIM32 + 1 end
   return (s - 1) * math.abs(d)
 end
 M.max_offset = max_offset
