@@ -226,6 +226,11 @@ describe("cute.dynamic signatures", function()
     assert.are_not.equal(s1, s2)
     t.shape = { 16, 8 }
     assert.are_not.equal(s2, sig(t))
+    local s3 = sig(t)
+    t.shape[2] = 9 -- edited in place
+    assert.are_not.equal(s3, sig(t))
+    t.strides[1] = 9
+    assert.is_true(has(sig(t), "|16,9|9,8|"), sig(t))
     t.ptr = 2 -- no longer 16-byte aligned
     assert.is_true(has(sig(t), "|a1"), sig(t))
     local d = cute.dynamic(cute.tensor_spec({ 5, 7 }, f32))

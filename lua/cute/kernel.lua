@@ -129,14 +129,28 @@ end
 -- index width (dynamic), and 16-byte alignment.  Cached on the table with the
 -- shape, strides, dtype and ptr it was computed from: assigning any of those
 -- recomputes it (a table copied with its cached signature too).
+-- the cached extents and strides still equal the table's (edited in place?)
+local function same_dims(dims, shape, strides)
+  local n = #shape
+  if dims.n ~= n then return false end
+  for d = 1, n do if shape[d] ~= dims[d] then return false end end
+  if strides then
+    for d = 1, n do if strides[d] ~= dims[n + d] then return false end end
+  end
+  return true
+end
+
 local function tensor_sig(t)
   local shape, strides, ptr, dtype = t.shape, t.strides, t.ptr, t.dtype
   local s = rawget(t, "_cute_sig")
   if s and rawequal(rawget(t, "_cute_sig_shape"), shape) and rawequal(rawget(t, "_cute_sig_strides"), strides)
-    and rawequal(rawget(t, "_cute_sig_ptr"), ptr) and rawequal(rawget(t, "_cute_sig_dtype"), dtype) then
+    and rawequal(rawget(t, "_cute_sig_ptr"), ptr) and rawequal(rawget(t, "_cute_sig_dtype"), dtype)
+    and same_dims(rawget(t, "_cute_sig_dims"), shape, strides) then
     return s
   end
   local st = strides or row_major(shape)
+  local dims = { n = #shape }
+  for d = 1, #shape do dims[d], dims[#shape + d] = shape[d], st[d] end
   if t.dynamic then
     local mask = {}
     for d = 1, #shape do mask[d] = st[d] == 1 and "1" or "0" end
@@ -148,7 +162,7 @@ local function tensor_sig(t)
   s = s .. (aligned and "|a16" or "|a1")
   rawset(t, "_cute_sig", s)
   rawset(t, "_cute_sig_shape", shape); rawset(t, "_cute_sig_strides", strides)
-  rawset(t, "_cute_sig_ptr", ptr); rawset(t, "_cute_sig_dtype", dtype)
+  rawset(t, "_cute_sig_ptr", ptr); rawset(t, "_cute_sig_dtype", dtype); rawset(t, "_cute_sig_dims", dims)
   return s
 end
 M.tensor_sig = tensor_sig
