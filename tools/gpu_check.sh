@@ -4,7 +4,6 @@
 cd "$(dirname "$0")/.." || exit 1
 O=${OUT:-/tmp}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>&1 | head -2
-export CUTE_ORACLE=oracle/layout_public.jsonl
 ./bin/busted -o plainTerminal --defer-print ${SPECS:-spec} > "$O/gpu_specs.log" 2>&1
 grep -E '^[0-9]+ success' "$O/gpu_specs.log"
 grep -A12 -E '^(Failure|Error) ->' "$O/gpu_specs.log" | head -${FAILLINES:-60}
