@@ -130,3 +130,17 @@ describe("static shared memory", function()
     assert.is_true(has(k3:ir(), "dynsmem=65536"))
   end)
 end)
+
+describe("register and local memory", function()
+  it("a fragment over 512 KiB is refused at the user's line, naming its size", function()
+    local line
+    local k = cute.kernel(function()
+      line = debug.getinfo(1, "l").currentline + 1
+      cute.make_fragment(cute.make_layout(200000), f32)
+    end)
+    local e = err_of(k.ir, k)
+    assert.is_true(has(e, this_file .. ":" .. line), e)
+    assert.is_true(has(e, "cute.make_fragment: 200000 elements"), e)
+    assert.is_false(has(e, "shared"), e)
+  end)
+end)

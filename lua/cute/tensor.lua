@@ -643,6 +643,10 @@ local function alloc_tensor(kind, layout, dtype, align)
   local bytes = n * eb
   local ref, space, off = nil, nil, 0
   if kind == "cute.make_fragment" then
+    if bytes > 512 * 1024 then
+      fail(("%s: %d elements of %d bytes (%d bytes) exceed the 512 KiB of local memory a thread can have")
+        :format(kind, n, eb, bytes))
+    end
     ref = C.cute_ir_local(S.ir, elem, n, align); space = "local"
   elseif kind == "cute.make_shared_tensor" then
     -- the kernel's static shared memory: at most 48 KiB in all
