@@ -205,7 +205,7 @@ describe("tensors on the GPU", function()
     local Out = cute.zeros({ 256 }, f32)
     k:launch{ grid = 1, block = 256 }(A, B, Out) -- smem omitted: 1024 + 512 + 1024 bytes
     check(Out)
-    assert.are.equal(2560, k:entry(A, B, Out).dyn_smem)
+    assert.are.equal(2560, k:compile(A, B, Out).info.smem_dynamic)
     local Out2 = cute.zeros({ 256 }, f32)
     k:launch{ grid = 1, block = 256, smem = 64 * 1024 }(A, B, Out2) -- more is fine (above 48 KiB too)
     check(Out2)
