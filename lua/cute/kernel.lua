@@ -89,8 +89,17 @@ function M.tensor_spec(shape, dtype, strides, opts)
   if type(dtype) ~= "table" or not tr.dtype_ir[dtype.name] then
     error("cute.tensor_spec: unknown dtype " .. tostring(dtype), 2)
   end
-  return setmetatable({ shape = shape, dtype = dtype, strides = strides or row_major(shape), ptr = 0,
-    dynamic = opts and opts.dynamic or false }, Spec)
+  if opts ~= nil and type(opts) ~= "table" then
+    cf.fail("cute.tensor_spec(shape, dtype, strides, opts): opts must be a table, got " .. type(opts))
+  end
+  local ptr = opts and opts.ptr or 0
+  if type(ptr) ~= "number" or ptr < 0 or ptr % 1 ~= 0 then
+    cf.fail("cute.tensor_spec: opts.ptr must be a non-negative integer address, got " .. tostring(ptr))
+  end
+  -- ptr: an address (specs overlap when their byte ranges do); alias: a group
+  -- (specs of one group overlap); neither: a distinct allocation
+  return setmetatable({ shape = shape, dtype = dtype, strides = strides or row_major(shape), ptr = ptr,
+    dynamic = opts and opts.dynamic or false, alias = opts and opts.alias }, Spec)
 end
 
 local function is_host_tensor(x)
@@ -174,6 +183,10 @@ local Kernel = {}
 Kernel.__index = Kernel
 M.Kernel = Kernel
 
+-- specialisation keys, overlap masks and call checks (lua/cute/specialise.lua)
+local sp = require("cute.specialise").init{ tensor_sig = tensor_sig, is_scalar = is_scalar,
+  is_host_tensor = is_host_tensor }
+
 local function kernel_name(fn, opts)
   if opts.name then return opts.name end
   local info = debug.getinfo(fn, "S")
@@ -184,6 +197,7 @@ end
 local warmed = false
 function M.kernel(fn, opts)
   if type(fn) ~= "function" then error("cute.kernel: expected a function, got " .. type(fn), 2) end
+  local nparams, isvararg, param_names = sp.param_info(fn) -- (of the function as written)
   opts = opts or {}
   if not warmed then
     -- a kernel will be compiled soon: get LLVM ready in the background
@@ -196,6 +210,9 @@ function M.kernel(fn, opts)
   end
   local k = setmetatable({ fn = fn, opts = opts, name = kernel_name(fn, opts), cache = {},
     traces = 0, compiles = 0 }, Kernel)
+  k.nparams, k.isvararg, k.param_names = nparams, isvararg, param_names
+  local frontend = require("cute.frontend")
+  if frontend.attach then frontend.attach(k, fn, opts) end
   return k
 end
 
@@ -224,7 +241,7 @@ function Kernel:trace(...)
         if not elem then cf.fail(("cute.kernel %s: argument %d: unsupported dtype %s"):format(self.name, i, tostring(a.dtype.name))) end
         local pt = C.cute_ir_t_ptr(ir, elem, C.CUTE_AS_GLOBAL)
         local aligned = (tonumber(a.ptr or 0) or 0) % 16 == 0
-        local flags = self._noalias and C.CUTE_P_NOALIAS or 0
+        local flags = sp.noalias_flag(self._alias_mask, i) -- (the call's overlap pattern)
         local ref = C.cute_ir_param(ir, pt, "arg" .. i, flags, aligned and 16 or 0)
         plan[#plan + 1] = { kind = "ptr", arg = i }
         local pv = tr.mk(ref, pt)
@@ -257,7 +274,7 @@ function Kernel:trace(...)
         plan[#plan + 1] = { kind = "scalar", arg = i, t = a.t }
         targs[i] = tr.mk(ref, a.t)
       elseif type(a) == "number" or type(a) == "boolean" or type(a) == "string" or a == nil
-        or type(a) == "function" or (type(a) == "cdata" and require("cute.layout").is_layout(a)) then
+        or type(a) == "function" or sp.is_cute_value(a) then
         targs[i] = a -- compile-time constant
       elseif type(a) == "table" then
         targs[i] = a -- plain Lua data: compile-time
@@ -288,6 +305,13 @@ function Kernel:trace(...)
   if C.cute_ir_status(ir, cf.err) ~= 0 then cf.raise(0) end
   self.traces = self.traces + 1
   return ir, plan
+end
+
+-- a method called with '.' instead of ':'
+local function check_self(self, method)
+  if getmetatable(self) ~= Kernel then
+    cf.fail(("cute.kernel: call k:%s(...) with ':' (got %s as the kernel)"):format(method, type(self)))
+  end
 end
 
 local has_gpu_cache
@@ -326,17 +350,28 @@ local function compile_ir(self, ir, want_cubin)
   return cc, arch
 end
 
--- Stages as text for given arguments (no GPU needed with cute.tensor_spec).
+-- Stages as text for given arguments (no GPU needed with cute.tensor_spec):
+-- checked like a launch, traced with the overlap pattern of the tensors given
+-- (sp.static_mask: distinct specs do not alias), so the text is the binary
+-- that a launch with that pattern runs.
+local function trace_static(self, ...)
+  local nargs = sp.count(...)
+  local args = { ... }
+  sp.check_args(self, args, nargs, false)
+  self._alias_mask = sp.static_mask(args, nargs)
+  return self:trace(unpack(args, 1, nargs))
+end
+
 function Kernel:ir(...)
-  self._noalias = true
-  local ir = self:trace(...)
+  check_self(self, "ir")
+  local ir = trace_static(self, ...)
   return ffi.string(C.cute_ir_print(ir))
 end
 
 -- k:compile(args...) -> { ir = text, llvm = text, ptx = text, cubin = bool, info = {...}, times = {...} }
 function Kernel:compile(...)
-  self._noalias = true
-  local ir = self:trace(...)
+  check_self(self, "compile")
+  local ir = trace_static(self, ...)
   local cc, arch = compile_ir(self, ir, self.opts.cubin ~= false and C.cute_ptxas_path() ~= nil)
   local info = ffi.new("cute_kernel_info")
   C.cute_compiled_info(cc, nil, info)
@@ -428,19 +463,46 @@ function Kernel:_build(args, nargs)
   return entry
 end
 
--- signature lookup: nested tables keyed per argument, no allocation on a hit
-local NIL = {}
-local function arg_key(a)
-  local ta = type(a)
-  if ta == "table" then
-    local sig = rawget(a, "_cute_sig")
-    if sig then return tensor_sig(a) end -- (re-checked: the table may have changed)
-    if is_scalar(a) then return a.t end
-    if a.dtype and a.shape then return tensor_sig(a) end
-    return a -- plain table: by identity
+-- The driver calls of a launch (tests replace them: K._use_driver(fake)).
+local drv = C
+
+-- The cache (lua/cute/specialise.lua describes the keys): one table level per
+-- argument keyed by sp.arg_key, then a group { mask = overlap test or false,
+-- [overlap mask] = entry }.  The entry for one call (the miss path of a
+-- launch, and k:entry): a hit, or the call is checked (count, kinds, device
+-- addresses) and the kernel traced, compiled and loaded for its signature and
+-- overlap pattern.
+local arg_key, ENTRY, BAD = sp.arg_key, sp.ENTRY, sp.BAD
+local function get_entry(self, args, nargs)
+  local node = self.cache
+  for i = 1, nargs do
+    node = node[arg_key(args[i])]
+    if not node then break end
   end
-  if a == nil then return NIL end
-  return a
+  local g = node and node[ENTRY]
+  if g then
+    local m = g.mask
+    local e = g[m and m(unpack(args, 1, nargs)) or 0]
+    if e then return e end
+  end
+  sp.check_args(self, args, nargs, true)
+  node = self.cache
+  for i = 1, nargs do
+    local key = arg_key(args[i])
+    if key == BAD then sp.check_args(self, args, nargs, true) end -- (cannot happen: checked above)
+    local nx = node[key]
+    if not nx then nx = {}; node[key] = nx end
+    node = nx
+  end
+  local copy = {}
+  for i = 1, nargs do copy[i] = args[i] end
+  g = node[ENTRY]
+  if not g then g = { mask = sp.make_mask(copy, nargs) }; node[ENTRY] = g end
+  local mask = g.mask and g.mask(unpack(copy, 1, nargs)) or 0
+  self._alias_mask = mask
+  local e = self:_build(copy, nargs)
+  g[mask] = e
+  return e
 end
 
 local function dims(x, what)
@@ -458,27 +520,8 @@ end
 
 local function okdim(v) return type(v) == "number" and v >= 1 and v % 1 == 0 end
 
-local function build_entry(self, node, args, nargs)
-  local copy = {}
-  for i = 1, nargs do copy[i] = args[i] end
-  -- tensors passed twice alias: then no noalias
-  local seen, alias = {}, false
-  for i = 1, nargs do
-    local a = copy[i]
-    if is_host_tensor(a) then
-      local p = tonumber(a.ptr or 0)
-      if seen[p] then alias = true end
-      seen[p] = true
-    end
-  end
-  self._noalias = not alias
-  local entry = self:_build(copy, nargs)
-  node[NIL] = entry
-  return entry
-end
-
--- Dynamic shared memory (item: make_dynamic_shared_tensor regions).  The
--- bytes a compiled kernel's dynamic shared tensors need (their regions' total):
+-- Dynamic shared memory (make_dynamic_shared_tensor regions).  The bytes a
+-- compiled kernel's dynamic shared tensors need (their regions' total):
 function M.compiled_dyn_smem(cc)
   local info = ffi.new("cute_kernel_info")
   if C.cute_compiled_info(cc, nil, info) ~= 0 then return 0 end
@@ -501,24 +544,18 @@ end
 
 -- args: a table holding the nargs arguments (reused between calls)
 local function do_launch(self, cfg, args, nargs)
+  sp.check_cfg(self, cfg)
+  while nargs > 0 and type(args[nargs]) == "nil" do nargs = nargs - 1 end -- (a trailing nil is no argument)
   local gx, gy, gz = dims(cfg.grid, "grid")
   local bx, by, bz = dims(cfg.block, "block")
   if not (okdim(gx) and okdim(gy) and okdim(gz) and okdim(bx) and okdim(by) and okdim(bz)) then
     bad_dims(gx, gy, gz, bx, by, bz)
   end
-  -- find the entry: one table level per argument, keyed by its signature
-  local node = self.cache
-  for i = 1, nargs do
-    local key = arg_key(args[i])
-    local nx = node[key]
-    if not nx then nx = {}; node[key] = nx end
-    node = nx
-  end
-  local entry = node[NIL] or build_entry(self, node, args, nargs)
+  local entry = get_entry(self, args, nargs)
   entry.fill(entry.slots, entry.ptrs, unpack(args, 1, nargs))
-  local smem = M.launch_smem(self, entry, cfg)
+  local smem = M.launch_smem(self, entry, cfg) -- (dynamic shared memory: default and check)
   if smem > entry.max_dyn_smem then
-    if C.cute_cuda_func_set_max_dynamic_smem(entry.fn, smem, cu_err) ~= 0 then cf.fail_err() end
+    if drv.cute_cuda_func_set_max_dynamic_smem(entry.fn, smem, cu_err) ~= 0 then cf.fail_err() end
     entry.max_dyn_smem = smem
   end
   local stream = cfg.stream
@@ -526,9 +563,9 @@ local function do_launch(self, cfg, args, nargs)
   local st
   if cfg.cluster then
     local cx, cy, cz = dims(cfg.cluster, "cluster")
-    st = C.cute_cuda_launch_cluster(entry.fn, gx, gy, gz, bx, by, bz, cx, cy, cz, smem, stream, entry.params, cu_err)
+    st = drv.cute_cuda_launch_cluster(entry.fn, gx, gy, gz, bx, by, bz, cx, cy, cz, smem, stream, entry.params, cu_err)
   else
-    st = C.cute_cuda_launch(entry.fn, gx, gy, gz, bx, by, bz, smem, stream, entry.params, cu_err)
+    st = drv.cute_cuda_launch(entry.fn, gx, gy, gz, bx, by, bz, smem, stream, entry.params, cu_err)
   end
   if st ~= 0 then
     error(("%s: cute.kernel %s: launch failed: %s"):format((tr.where()), self.name, ffi.string(cu_err[0].msg)), 0)
@@ -536,27 +573,27 @@ local function do_launch(self, cfg, args, nargs)
 end
 
 -- The hot path: for each arity a generated function looks the signature up
--- (one table level per argument), writes the parameters with the entry's
--- generated writer and launches; no loops, varargs or allocation, so LuaJIT
--- compiles it into the caller's trace.  Misses and unusual calls go to
--- do_launch.
+-- (one table level per argument, then the group's generated overlap test of
+-- the tensor arguments), writes the parameters with the entry's generated
+-- writer and launches; no loops, varargs or allocation, so LuaJIT compiles it
+-- into the caller's trace.  Misses and unusual calls go to do_launch.
 local fast_launchers = {}
 local function make_fast_launcher(n)
   local f
   local an = {}
   for i = 1, n do an[i] = "a" .. i end
   local as = table.concat(an, ", ")
-  local src = { "local arg_key, NIL, dims, okdim, C, cu_err, do_launch, fail_launch = ...",
+  local src = { "local arg_key, ENTRY, dims, okdim, C, cu_err, do_launch, fail_launch, unpack = ...",
     ("return function(self, cfg%s)"):format(n > 0 and (", " .. as) or ""),
     "  local node, nx = self.cache" }
   for i = 1, n do
     src[#src + 1] = ("  nx = node[arg_key(a%d)]; if not nx then return do_launch(self, cfg, {%s}, %d) end; node = nx")
       :format(i, as, n)
   end
-  src[#src + 1] = ("  local e = node[NIL]; if not e or cfg.cluster then return do_launch(self, cfg, {%s}, %d) end")
-    :format(as, n)
-  -- smem omitted: the kernel's dynamic shared memory; too little or above the raised limit: do_launch
-  src[#src + 1] = ("  local sm = cfg.smem or e.dyn_smem; if type(sm) ~= 'number' or sm < e.dyn_smem or sm > e.max_dyn_smem then return do_launch(self, cfg, {%s}, %d) end")
+  src[#src + 1] = ("  local g = node[ENTRY]; if not g then return do_launch(self, cfg, {%s}, %d) end"):format(as, n)
+  src[#src + 1] = ("  local m = g.mask; local e = g[m and m(%s) or 0]; if not e then return do_launch(self, cfg, {%s}, %d) end")
+    :format(as, as, n)
+  src[#src + 1] = ("  local sm = cfg.smem or e.dyn_smem; if cfg.cluster or type(sm) ~= 'number' or sm < e.dyn_smem or sm > e.max_dyn_smem then return do_launch(self, cfg, {%s}, %d) end")
     :format(as, n)
   src[#src + 1] = ("  e.fill(e.slots, e.ptrs%s)"):format(n > 0 and (", " .. as) or "")
   src[#src + 1] = [[
@@ -572,7 +609,7 @@ local function make_fast_launcher(n)
   end
 end]]
   f = assert(loadstring(table.concat(src, "\n"), "=[cute launch " .. n .. "]"))(
-    arg_key, NIL, dims, okdim, C, cu_err, do_launch, function(self)
+    arg_key, ENTRY, dims, okdim, drv, cu_err, do_launch, function(self)
       error(("%s: cute.kernel %s: launch failed: %s"):format((tr.where()), self.name, ffi.string(cu_err[0].msg)), 0)
     end)
   fast_launchers[n] = f
@@ -581,6 +618,13 @@ end
 -- (kept separate from make_fast_launcher: a function that creates closures
 -- cannot be compiled by LuaJIT's JIT, and this one is on the hot path)
 local function fast_launcher(n) return fast_launchers[n] or make_fast_launcher(n) end
+
+-- Tests: route the launch calls (cute_cuda_launch, cute_cuda_launch_cluster,
+-- cute_cuda_func_set_max_dynamic_smem) to a fake; nil restores the driver.
+function M._use_driver(d)
+  drv = d or C
+  for n in pairs(fast_launchers) do fast_launchers[n] = nil end
+end
 
 -- number of arguments up to the last non-nil one (type(): no == on cdata)
 local function nargs16(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
@@ -612,7 +656,8 @@ end
 
 -- k:launch(cfg) returns a callable taking the kernel's arguments.
 function Kernel:launch(cfg)
-  if type(cfg) ~= "table" then error("k:launch{grid = ..., block = ...}: expected a table", 2) end
+  check_self(self, "launch")
+  sp.check_cfg(self, cfg)
   local l = self._launcher
   if not l then
     l = setmetatable({ k = self }, Launcher)
@@ -624,24 +669,15 @@ end
 
 -- direct form: k(cfg, args...)
 Kernel.__call = function(self, cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...)
+  if type(cfg) ~= "table" then sp.check_cfg(self, cfg) end
   if select("#", ...) > 0 then return call_launch(self, cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...) end
   return call_launch(self, cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
 end
 
 -- the loaded entry for args (compiling if needed), e.g. to read attributes
 function Kernel:entry(...)
-  local nargs = select("#", ...)
-  local node = self.cache
-  for i = 1, nargs do
-    local key = arg_key((select(i, ...)))
-    node[key] = node[key] or {}
-    node = node[key]
-  end
-  if not node[NIL] then
-    self._noalias = true
-    node[NIL] = self:_build({ ... }, nargs)
-  end
-  return node[NIL]
+  check_self(self, "entry")
+  return get_entry(self, { ... }, sp.count(...))
 end
 
 -- Launches load PTX and let the driver JIT it: measured faster for a first call

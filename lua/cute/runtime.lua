@@ -461,10 +461,30 @@ local function flatten(data, fname)
   return flat, n, shape
 end
 
+-- Host buffers of any size.  ffi.new refuses arrays of 2^31 bytes or more
+-- ("size of C type is unknown or too large"), so larger buffers come from
+-- malloc: a pointer of the dtype's host ctype (not an array: ffi.sizeof does
+-- not know its length) freed when collected, like cute.pinned's.
+pcall(ffi.cdef, "void *malloc(size_t size); void free(void *p);")
+local FFI_NEW_MAX = 2 ^ 31 - 1
+function M.host_buffer(n, dtype, fname)
+  fname = fname or "cute.host_buffer"
+  dtype = to_dtype(dtype, fname)
+  if type(n) ~= "number" or n < 1 or n ~= floor(n) or n >= 2 ^ 53 then
+    argerror(fname, "n = %s is not a positive integer", tostring(n))
+  end
+  local bytes = n * dtype.size
+  if bytes <= FFI_NEW_MAX then return ffi.new(dtype.arr, n) end
+  local p = ffi.C.malloc(bytes)
+  if p == nil then argerror(fname, "cannot allocate %.0f bytes of host memory", bytes) end
+  return ffi.gc(ffi.cast(dtype.ptr, p), ffi.C.free)
+end
+local host_buffer = M.host_buffer
+
 -- Host buffer of `n` elements of `dtype` filled from Lua values (numbers,
 -- booleans for bool), converting float16/bfloat16.
 local function pack(flat, n, dtype, fname)
-  local buf = ffi.new(dtype.arr, n)
+  local buf = host_buffer(n, dtype, fname)
   local conv, kind = dtype.from_number, dtype.kind
   for i = 1, n do
     local v = flat[i]
@@ -502,9 +522,15 @@ local function host_source(data, dtype, n, fname)
   if not numeric_elems[elem] then
     argerror(fname, "host data of type %s cannot be converted to %s", elem, dtype.name)
   end
-  local src, flat = ffi.cast(elem .. " *", data), {}
-  for i = 1, n do flat[i] = src[i - 1] end
-  local buf = pack(flat, n, dtype, fname)
+  -- converted element by element straight into the buffer (no Lua table of n values)
+  local src = ffi.cast(elem .. " *", data)
+  local buf = host_buffer(n, dtype, fname)
+  local conv, kind = dtype.from_number, dtype.kind
+  for i = 0, n - 1 do
+    local v = src[i]
+    if kind == "bool" then buf[i] = v ~= 0 and v ~= false
+    else buf[i] = conv and conv(tonumber(v)) or v end
+  end
   return buf, buf
 end
 
@@ -593,7 +619,7 @@ function Tensor:to_host(out, stream)
   local fname = "Tensor:to_host"
   live(self, fname)
   if out == nil then
-    out = ffi.new(self.dtype.arr, self._n)
+    out = host_buffer(self._n, self.dtype, fname)  -- an ffi array; a malloc'ed pointer from 2 GiB on
   elseif type(out) ~= "cdata" then
     argerror(fname, "out is a %s, not an ffi array", type(out))
   elseif ffi.sizeof(out) and cdata_elem(out) and select(2, cdata_elem(out)) and
