@@ -138,11 +138,13 @@ do -- transpose 8192^2 vs device-to-device copy of the same bytes
   local r = tm:compare({ { "transpose", function() tr:launch(cfg)(A, B) end },
                          { "D2D copy", function() B:copy_from(A) end } })
   local q = timing.ratio(r, 1, 2)
+  local state = timing.gpu_state()
   row("transpose 8192^2 fp32 (GB/s)", gbps(8 * M_ * N_, r[1].ms.median), "GB/s", "D2D copy (cuMemcpyDtoD)",
     gbps(8 * M_ * N_, r[2].ms.median), ">= 0.9x", true, q.median)
   spread(r[1], 8 * M_ * N_ / 1e6, "GB/s")
   spread(r[2], 8 * M_ * N_ / 1e6, "GB/s")
   print("    " .. timing.ratio_line(r, 1, 2))
+  if state then print("    " .. state) end
   A:free(); B:free()
 end
 

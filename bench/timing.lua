@@ -154,4 +154,16 @@ function T.ratio_line(r, i, j)
     "ratio", q.median, q.min, q.max, r[i].name, r[j].name)
 end
 
+-- SM/memory clocks, temperature and power from nvidia-smi (nil without it):
+-- printed around the figures, so a run measured at other clocks shows it
+function T.gpu_state()
+  local p = io.popen("nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw " ..
+    "--format=csv,noheader -i 0 2>/dev/null")
+  if not p then return nil end
+  local line = p:read("*l")
+  p:close()
+  if not line or line == "" then return nil end
+  return "SM clock, mem clock, temperature, power: " .. line
+end
+
 return T
