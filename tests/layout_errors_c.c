@@ -247,6 +247,20 @@ static void properties(long iters) {
 
 /* extreme headers and trees: node counts outside node[], spans and child
  * counts at the integer limits, the deepest nesting node[] can hold */
+/* v alone in its own heap block (ASan redzones right after node[127]), then
+ * v with a valid second argument */
+static void run_alone(const cute_value *v, const cute_value *second) {
+  cute_value *one = malloc(sizeof *one), *two = malloc(2 * sizeof *two);
+  if (!one || !two) { free(one); free(two); return; }
+  *one = *v;
+  run_all(one, 1);
+  two[0] = *v;
+  two[1] = *second;
+  run_all(two, 2);
+  free(one);
+  free(two);
+}
+
 static void extremes(void) {
   static const int32_t counts[] = {INT32_MIN, -1, 0, 1, 4, 5, 6, 127, 128, 129, INT32_MAX};
   static const int32_t spans[] = {INT32_MIN, -1, 0, 1, 128, 129, INT32_MAX};
@@ -263,7 +277,7 @@ static void extremes(void) {
       if (counts[c] < 0 || counts[c] > 128)
         CHECK(rc == CUTE_E_ARG && strstr(e.msg, "check: malformed value"),
               "type %d, node count %d accepted (%s)", t, (int)counts[c], e.msg);
-      run_all(a, 2);
+      run_alone(&a[0], &a[1]);
       int64_t sh[4], crd[2] = {1, 1}, r;
       CHECK(cute_layout_leaves(&a[0], sh, sh, -1) == -1, "leaves with a negative cap");
       int nl = cute_layout_leaves(&a[0], sh, sh, 4);
@@ -286,7 +300,7 @@ static void extremes(void) {
         CHECK((cute_value_check(&a[0], "check", &e) == 0) == same,
               "node %d span %d children %lld: check %s", k, (int)spans[s], (long long)childs[c],
               same ? "rejected a valid tree" : "accepted a broken tree");
-        run_all(a, 2);
+        run_alone(&a[0], &a[1]);
       }
   /* 127 nested one-child tuples around a leaf: valid, and as deep as it gets */
   memset(&a[0], 0, sizeof a[0]);
@@ -302,12 +316,12 @@ static void extremes(void) {
   a[0].node[127].a = 3;
   a[0].node[127].b = 5;
   CHECK(cute_value_check(&a[0], "deep", &e) == 0, "deepest layout rejected: %s", e.msg);
-  run_all(a, 2);
+  run_alone(&a[0], &a[1]);
   /* the same with N_LAYOUT tiler elements nested in each other (invalid) */
   a[0].type = CUTE_V_TILER;
   for (int k = 1; k < 127; k++) a[0].node[k].kind = CUTE_N_LAYOUT;
   CHECK(cute_value_check(&a[0], "tiler", &e) == CUTE_E_ARG, "nested layout elements accepted");
-  run_all(a, 2);
+  run_alone(&a[0], &a[1]);
   CHECK(cute_value_check(NULL, NULL, &e) == CUTE_E_ARG, "NULL value accepted");
   CHECK(cute_value_check(&a[1], "ok", NULL) == 0, "valid value rejected");
 }
