@@ -76,9 +76,12 @@ end
 local function num_text(x)
   if x ~= x then return "nan" end
   if x == 0 and 1 / x < 0 then return "-0" end
-  if x % 1 == 0 and x > -2 ^ 53 and x < 2 ^ 53 then return ("%d"):format(x) end
+  if x % 1 == 0 and x > -1e14 and x < 1e14 then return tostring(x) end -- (exact: %.14g)
   return ("%.17g"):format(x)
 end
+
+-- strings: length-prefixed, so any bytes are unambiguous without quoting
+local function str_text(x) return #x .. ":" .. x end
 
 local key_rank = { number = 1, string = 2, boolean = 3 }
 local function key_less(a, b)
@@ -94,7 +97,7 @@ local ser
 local function ser_table(x, out, seen)
   if seen[x] then return false, "contains itself", {} end
   seen[x] = true
-  local keys, n = {}, 0
+  local keys, n, seq = {}, 0, true
   for k in next, x do
     if not key_rank[type(k)] then
       return false, ("has a key of type %s (keys of compile-time tables must be numbers, strings or booleans)")
@@ -102,14 +105,15 @@ local function ser_table(x, out, seen)
     end
     n = n + 1
     keys[n] = k
+    seq = seq and k == n
   end
-  table.sort(keys, key_less)
+  if not seq then table.sort(keys, key_less) end -- (a sequence 1..n visited in order needs no sort)
   local mt = getmetatable(x)
   out[#out + 1] = mt and ("{@" .. ident(mt) .. "|") or "{"
   for i = 1, n do
     local k = keys[i]
     local tk = type(k)
-    out[#out + 1] = tk == "number" and num_text(k) or tk == "string" and ("%q"):format(k) or tostring(k)
+    out[#out + 1] = tk == "number" and num_text(k) or tk == "string" and str_text(k) or tostring(k)
     out[#out + 1] = "="
     local ok, why, path = ser(rawget(x, k), out, seen)
     if not ok then
@@ -126,7 +130,7 @@ end
 ser = function(v, out, seen)
   local tv = type(v)
   if tv == "number" then out[#out + 1] = num_text(v)
-  elseif tv == "string" then out[#out + 1] = ("%q"):format(v)
+  elseif tv == "string" then out[#out + 1] = "s" .. str_text(v)
   elseif tv == "boolean" then out[#out + 1] = v and "T" or "F"
   elseif tv == "function" then out[#out + 1] = "f#" .. ident(v)
   elseif tv == "table" then
