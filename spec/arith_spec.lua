@@ -191,3 +191,198 @@ describe("typed scalars check their value (issue 8 item 9)", function()
     assert.is_truthy(r.llvm:find("llvm.fptosi.sat", 1, true), r.llvm)
   end)
 end)
+
+---------------------------------------------------------------------------
+-- the differential test, CPU half: (1) folded at trace time vs (3) the Lua
+-- reference of the documented rule (spec/support/arith_ref.lua); the GPU half
+-- (2) is spec/arith_gpu_spec.lua
+---------------------------------------------------------------------------
+local R = dofile("spec/support/arith_ref.lua")
+local CTOR = { i1 = "Boolean", i8 = "Int8", i16 = "Int16", i32 = "Int32", i64 = "Int64", u8 = "Uint8",
+  u16 = "Uint16", u32 = "Uint32", u64 = "Uint64", f16 = "Float16", bf16 = "BFloat16", f32 = "Float32",
+  f64 = "Float64" }
+local DT = { i8 = cute.int8, i16 = cute.int16, i32 = cute.int32, i64 = cute.int64, u8 = cute.uint8,
+  u16 = cute.uint16, u32 = cute.uint32, u64 = cute.uint64, f16 = cute.float16, bf16 = cute.bfloat16,
+  f32 = cute.float32, f64 = cute.float64 }
+
+-- the traced operator for each rule name (a, b: traced values or Lua numbers)
+local BIN = {
+  add = function(a, b) return a + b end, sub = function(a, b) return a - b end,
+  mul = function(a, b) return a * b end, div = function(a, b) return cute.div(a, b) end,
+  rem = function(a, b) return cute.rem(a, b) end, mod = function(a, b) return a % b end,
+  min = cute.min, max = cute.max, band = cute.band, bor = cute.bor, bxor = cute.bxor,
+  lshift = cute.lshift, rshift = cute.rshift,
+  lt = cute.lt, le = cute.le, gt = cute.gt, ge = cute.ge, eq = cute.eq, ne = cute.ne,
+}
+local UN = { neg = function(a) return -a end, bnot = cute.bnot }
+
+-- collect mismatches; fail with a compact summary (first few per operator)
+local function checker(what)
+  local bad, nbad, n = {}, {}, 0
+  local self = {}
+  function self.check(op, got, want, detail)
+    n = n + 1
+    if not R.same(got, want) then
+      nbad[op] = (nbad[op] or 0) + 1
+      if nbad[op] <= 3 then
+        bad[#bad + 1] = ("%s %s: got %s, want %s"):format(op, detail(), R.show(got), R.show(want))
+      end
+    end
+  end
+  function self.done()
+    assert.is_true(n > 0)
+    if #bad > 0 then
+      local ops = {}
+      for op, c in pairs(nbad) do ops[#ops + 1] = op .. "=" .. c end
+      table.sort(ops)
+      error(("%s: %s mismatches of %d cases\n  %s"):format(what, table.concat(ops, " "), n,
+        table.concat(bad, "\n  ")), 0)
+    end
+    return n
+  end
+  return self
+end
+
+-- run fn(...) while a kernel is traced (constants need a trace)
+local function in_trace(fn)
+  local k = cute.kernel(function(A) fn(); A[0] = 0 end)
+  k:ir(spec1(4, cute.int32))
+end
+
+describe("differential: folded at trace time vs the Lua reference", function()
+  for _, t in ipairs(R.INTS) do
+    it("integer operators on traced " .. t .. " constants", function()
+      local A, B = R.pairs(t, 150, 7)
+      local ck = checker(t)
+      local ctor = cute[CTOR[t]]
+      in_trace(function()
+        for i = 1, #A do
+          local a, b = A[i], B[i]
+          local ca, cb = ctor(a), ctor(b)
+          local function d() return ("(%s, %s)"):format(R.show(a), R.show(b)) end
+          for _, op in ipairs(R.INT_BINARY) do
+            local r = BIN[op](ca, cb)
+            ck.check(op, r:constant(), R.binary(op, t, a, b), d)
+          end
+          for _, op in ipairs(R.CMP_NAMES) do
+            ck.check(op, BIN[op](ca, cb):constant() == 1, R.binary(op, t, a, b), d)
+          end
+          for _, op in ipairs(R.INT_UNARY) do
+            ck.check(op, UN[op](ca):constant(), R.unary(op, t, a), d)
+          end
+        end
+      end)
+      ck.done()
+    end)
+  end
+
+  it("integer operators on two Lua numbers (i32) and 64-bit cdata (i64, u64)", function()
+    for _, t in ipairs({ "i32", "i64", "u64" }) do
+      local A, B = R.pairs(t, 150, 11)
+      local ck = checker(t .. " numbers")
+      for i = 1, #A do
+        local a, b = A[i], B[i]
+        local function d() return ("(%s, %s)"):format(R.show(a), R.show(b)) end
+        for _, op in ipairs({ "div", "rem", "min", "max", "band", "bor", "bxor", "lshift", "rshift",
+          "lt", "le", "gt", "ge", "eq", "ne" }) do
+          ck.check(op, BIN[op](a, b), R.binary(op, t, a, b), d)
+        end
+        ck.check("bnot", cute.bnot(a), R.unary("bnot", t, a), d)
+        if t == "i32" and b ~= 0 then -- Lua's own % on numbers is the floored rule
+          ck.check("mod", a % b, R.binary("mod", t, a, b), d)
+        end
+      end
+      ck.done()
+    end
+  end)
+
+  it("float operators on two Lua numbers (f64)", function()
+    local A, B = R.pairs("f64", 150, 13)
+    local ck = checker("f64 numbers")
+    for i = 1, #A do
+      local a, b = A[i], B[i]
+      local function d() return ("(%.17g, %.17g)"):format(a, b) end
+      for _, op in ipairs({ "add", "sub", "mul", "mod", "min", "max", "lt", "le", "gt", "ge", "eq", "ne" }) do
+        ck.check(op, BIN[op](a, b), R.binary(op, "f64", a, b), d)
+      end
+      ck.check("div", a / b, R.binary("div", "f64", a, b), d)
+      if a % 1 ~= 0 or b % 1 ~= 0 then -- (two integral numbers fold as integers: i32 / i64)
+        ck.check("cute.div", cute.div(a, b), R.binary("div", "f64", a, b), d)
+        ck.check("rem", cute.rem(a, b), R.binary("rem", "f64", a, b), d)
+      end
+    end
+    ck.done()
+  end)
+
+  it("conversions between every pair of types, folded on traced constants", function()
+    local ck = checker("conversions")
+    local srcs = { "i1" }
+    for _, t in ipairs(R.INTS) do srcs[#srcs + 1] = t end
+    for _, t in ipairs(R.FLOATS) do srcs[#srcs + 1] = t end
+    in_trace(function()
+      for _, s in ipairs(srcs) do
+        local xs = s == "i1" and { 0, 1 } or R.operands(s, 60, 17)
+        for _, x in ipairs(xs) do
+          local c = cute[CTOR[s]](x)
+          for _, t in ipairs(srcs) do
+            local function d() return ("%s -> %s of %s"):format(s, t, R.show(x)) end
+            ck.check(s .. "->" .. t, cute[CTOR[t]](c):constant(), R.convert(s, t, x), d)
+          end
+        end
+      end
+    end)
+    ck.done()
+  end)
+end)
+
+describe("differential: the generated code has no poison-producing forms", function()
+  local K = dofile("spec/support/arith_kernels.lua")
+  local N = 256
+
+  -- every shift amount and divisor is a constant or a select (the clamp / guard);
+  -- float -> int conversions are the saturating intrinsics
+  local function check_llvm(llvm, what)
+    local def = {}
+    for name, op in llvm:gmatch("\n%s*(%%[%w_.]+) = (%a+)") do def[name] = op end
+    local n = 0
+    for line in llvm:gmatch("[^\n]+") do
+      local op, y = line:match("= (%a+) [%w<> ]-[%w%%_.]+, ([%w%%_.-]+)%s*$")
+      if op == "shl" or op == "lshr" or op == "ashr" or op == "sdiv" or op == "udiv" or op == "srem" or
+          op == "urem" then
+        n = n + 1
+        assert(not y:match("^%%") or def[y] == "select",
+          ("%s: %s by %s, which is not clamped or guarded:\n%s"):format(what, op, y, line))
+      end
+      assert(not line:match("= fpto[su]i "), what .. ": a bare float -> int conversion (poison out of range): " .. line)
+    end
+    return n
+  end
+
+  for _, t in ipairs({ "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64" }) do
+    it("operators on " .. t .. ": guarded at O0, every store kept at O3", function()
+      local args = { spec1(N, K.DT[t]), spec1(N, K.DT[t]), spec1(N * 16, K.DT[t]), spec1(N * 6, cute.uint8) }
+      local r0 = K.binary_kernel(t, N, { opt_level = 0 }):compile(unpack(args))
+      local guarded = check_llvm(r0.llvm, t)
+      if not R.TYPES[t].float then assert.is_true(guarded >= 5, r0.llvm) end -- shl, shr, div, rem, %
+      local r3 = K.binary_kernel(t, N):compile(unpack(args))
+      local vals, cmps = K.ops(t)
+      local _, stores = r3.ptx:gsub("st%.global", "")
+      assert.equal(#vals + #cmps, stores, r3.ptx)
+    end)
+  end
+
+  it("conversions from every type: saturating, every store kept", function()
+    for _, s in ipairs({ "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64" }) do
+      local args = { spec1(N, K.DT[s]) }
+      for k, t in ipairs(K.TARGETS) do args[k + 1] = spec1(N, K.DT[t]) end
+      local r0 = K.convert_kernel({ opt_level = 0 }):compile(unpack(args))
+      check_llvm(r0.llvm, s)
+      if R.TYPES[s].float then
+        assert.is_truthy(r0.llvm:find("llvm.fptosi.sat", 1, true) and r0.llvm:find("llvm.fptoui.sat", 1, true), r0.llvm)
+      end
+      local r3 = K.convert_kernel():compile(unpack(args))
+      local _, stores = r3.ptx:gsub("st%.global", "")
+      assert.equal(#K.TARGETS, stores, s .. "\n" .. r3.ptx)
+    end
+  end)
+end)

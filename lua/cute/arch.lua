@@ -254,7 +254,7 @@ end
 function M.rem(a, b)
   if number_like(a) and number_like(b) then return folded("rem", "cute.rem", a, b) end
   S()
-  return tr.binop(OP.REM, a, b)
+  return tr.mod(a, b, true)
 end
 function M.ceil_div_(a, b) return M.div(a + (b - 1), b) end
 

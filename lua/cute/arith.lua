@@ -230,9 +230,11 @@ local function fbin(op, t, a, b)
   elseif op == "sub" then return round_to(t, a - b)
   elseif op == "mul" then return round_to(t, a * b)
   elseif op == "div" then return round_to(t, a / b)
-  elseif op == "rem" then return round_to(t, math.fmod(a, b))
-  elseif op == "mod" then -- a - floor(a / b) * b, each step rounded to t (Lua's rule)
-    local q = math.floor(round_to(t, a / b))
+  elseif op == "rem" or op == "mod" then
+    -- rem: a - trunc(a / b) * b; mod (Lua's %): a - floor(a / b) * b; each step
+    -- rounded to t (the GPU may fuse the last two into one fma)
+    local q = round_to(t, a / b)
+    q = (op == "mod" or q >= 0) and math.floor(q) or math.ceil(q)
     return round_to(t, a - round_to(t, q * b))
   elseif op == "min" or op == "max" then -- minNum / maxNum: a NaN operand yields the other
     if a ~= a then return b end
@@ -270,23 +272,28 @@ function M.fold1(op, t, a)
   return M.value(t, iun(op, t, to_bits(t, a)))
 end
 
--- exact integer -> float t, rounded once (64-bit values keep a sticky bit so
--- that going through a double does not round twice)
+-- exact integer -> float t, rounded once: a 64-bit magnitude is rounded to
+-- t's precision as an integer (half to even), so the double it becomes is
+-- exact (LuaJIT's own uint64 -> double can round twice in compiled code)
 local function int_to_float(t, x)
   if type(x) == "number" then return round_to(t, x) end
   local neg = ffi.istype(i64, x) and x < 0
-  local m = neg and ffi.cast(u64, ZERO - ffi.cast(u64, x)) or ffi.cast(u64, x)
-  if m < ONE * 2 ^ 53 or t == T_F64 then
-    local d = tonumber(m) -- C conversion: rounds once
-    return round_to(t, neg and -d or d)
+  local m = neg and (ZERO - ffi.cast(u64, x)) or ffi.cast(u64, x)
+  local p = tinfo[t].p
+  local L = 0
+  while L < 64 and bit.rshift(m, L) ~= ZERO do L = L + 1 end
+  local d
+  if L <= p then
+    d = tonumber(m)
+  else
+    local k = L - p
+    local q = bit.rshift(m, k)
+    local r = m - bit.lshift(q, k)
+    local half = bit.lshift(ONE, k - 1)
+    if r > half or (r == half and bit.band(q, ONE) ~= ZERO) then q = q + 1 end
+    d = tonumber(q) * 2 ^ k
   end
-  local k = 0
-  while bit.rshift(m, k) >= ONE * 2 ^ 53 do k = k + 1 end
-  local low = bit.band(m, bit.lshift(ONE, k) - 1)
-  local top = bit.rshift(m, k)
-  if low ~= ZERO then top = bit.bor(top, ONE) end
-  local d = tonumber(top) * 2 ^ k
-  return round_to(t, neg and -d or d)
+  return round_to(t, neg and -d or d) -- only an overflow (f16: inf) is left to round
 end
 
 -- convert value x of type from to type to (the rule of `cvt` without rounding

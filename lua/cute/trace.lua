@@ -282,9 +282,11 @@ M.unop = unop
 -- a % b, Lua's floored modulo: the result has the divisor's sign.
 -- Integers: r = rem(a, b); r + b when r ~= 0 and r, b differ in sign.
 -- Floats: a - floor(a / b) * b, each step in the operand type (as Lua does).
-local function mod(a, b)
-  a, b = unify(a, b, "%")
+-- mod(a, b, true) is cute.rem: C's truncating remainder (trunc for floor).
+local function mod(a, b, trunc)
+  a, b = unify(a, b, trunc and "cute.rem" or "%")
   local info = tinfo[a.t]
+  if info and info.int and trunc then return binop(OP.REM, a, b) end
   if info and info.int and a.t ~= T_I1 then
     if foldable(a, b) then return const(a.t, arith.fold2("mod", a.t, const_value(a), const_value(b))) end
     setloc()
@@ -300,7 +302,7 @@ local function mod(a, b)
   if info and info.float then
     setloc()
     local q = C.cute_ir_op2(S.ir, OP.DIV, a.ref, b.ref)
-    local fq = C.cute_ir_op1(S.ir, OP.FLOOR, q)
+    local fq = C.cute_ir_op1(S.ir, trunc and OP.TRUNC or OP.FLOOR, q)
     local p = C.cute_ir_op2(S.ir, OP.MUL, fq, b.ref)
     return mk(C.cute_ir_op2(S.ir, OP.SUB, a.ref, p), a.t)
   end
