@@ -135,20 +135,30 @@ end)
 describe("host copies of 2 GiB and more", function()
   -- 2.125 GiB of bytes: more than 2^31 elements and bytes
   local n = 2 ^ 31 + 2 ^ 27
-  local function word(w) return bit.bxor(w, bit.lshift(w, 13), 0x5bd1e995) end
-  local function byte_at(i)
-    local w = math.floor(i / 4)
-    return bit.band(bit.rshift(word(w), 8 * (i % 4)), 255)
+  -- a pseudo-random block of a prime number of bytes, repeated: byte i is pat[i % P]
+  local P = 1048573
+  local pat = ffi.new("uint8_t[?]", P)
+  local s = 7
+  for i = 0, P - 1 do
+    s = (s * 1103515245 + 12345) % 2147483648
+    pat[i] = math.floor(s / 8388608) % 256
   end
+  local function byte_at(i) return pat[i % P] end
 
   gpu_it("from_host and to_host round-trip a 2.1 GiB tensor", function()
     local free = cute.mem_info()
     if type(free) == "number" and free < 3 * 2 ^ 30 then pending("less than 3 GiB of free device memory") return end
     local host = cute.host_buffer(n, cute.uint8)
-    local words = ffi.cast("uint32_t *", host)
-    for w = 0, n / 4 - 1 do words[w] = word(w) end
+    ffi.copy(host, pat, P)
+    local have = P
+    while have < n do                                 -- doubling copies of whole blocks
+      local m = math.min(have - have % P, n - have)
+      ffi.copy(host + have, host, m)
+      have = have + m
+    end
+    for _, i in ipairs({ 0, P - 1, P, 5 * P + 3, n - 1 }) do assert.equal(byte_at(i), host[i]) end
     local T = cute.from_host(host, cute.uint8, { n })
-    host = nil; words = nil
+    host = nil
     collectgarbage()
     local back = T:to_host()
     -- the ends, and 20000 random positions

@@ -581,7 +581,7 @@ local function make_fast_launcher(n)
   local an = {}
   for i = 1, n do an[i] = "a" .. i end
   local as = table.concat(an, ", ")
-  local src = { "local arg_key, ENTRY, dims, okdim, C, cu_err, do_launch, fail_launch, unpack = ...",
+  local src = { "local arg_key, ENTRY, dims, okdim, C, cu_err, do_launch, fail_launch = ...",
     ("return function(self, cfg%s)"):format(n > 0 and (", " .. as) or ""),
     "  local node, nx = self.cache" }
   for i = 1, n do
