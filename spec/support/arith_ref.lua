@@ -43,6 +43,8 @@ local function decode_f16(h)
 end
 local u32buf = ffi.new("union { uint32_t u; float f; }")
 local function decode_bf16(h)
+  h = tonumber(h)
+  if bit.band(h, 0x7f80) == 0x7f80 and bit.band(h, 0x7f) ~= 0 then return 0 / 0 end -- (no NaN payloads)
   u32buf.u = bit.lshift(h, 16)
   return tonumber(u32buf.f)
 end
