@@ -397,7 +397,24 @@ describe("argument counts and kinds", function()
     ok, e = pcall(function() k(32, A, B, Cc) end)
     assert.is_false(ok)
     assert.is_truthy(has(e, "launch configuration"), e)
-    assert.equal(0, #k.builds)
+    -- a stream that is not one, on the miss path and on the fast path
+    for _ = 1, 2 do
+      ok, e = pcall(function()
+        k({ grid = 1, block = 32, stream = 5 }, A, B, Cc) -- MARK-stream
+      end)
+      assert.is_false(ok)
+      assert.is_truthy(has(e, THIS .. ":" .. line_of("MARK-stream") .. ":"), e)
+      assert.is_truthy(has(e, "stream must be a cute.stream()"), e)
+      k(cfg, A, B, Cc)
+    end
+    -- methods called with '.'
+    ok, e = pcall(function() return k.ptx(cute.tensor_spec({ 64 }, f32)) end)
+    assert.is_false(ok)
+    assert.is_truthy(has(e, "with ':'"), e)
+    ok, e = pcall(function() cute.kernel(function() end, "name") end)
+    assert.is_false(ok)
+    assert.is_truthy(has(e, "opts must be a table"), e)
+    assert.equal(1, #k.builds)
   end)
 end)
 

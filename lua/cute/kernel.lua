@@ -198,6 +198,9 @@ local warmed = false
 function M.kernel(fn, opts)
   if type(fn) ~= "function" then error("cute.kernel: expected a function, got " .. type(fn), 2) end
   local nparams, isvararg, param_names = sp.param_info(fn) -- (of the function as written)
+  if opts ~= nil and type(opts) ~= "table" then
+    error("cute.kernel(fn, opts): opts must be a table such as {name = ...}, got " .. type(opts), 2)
+  end
   opts = opts or {}
   if not warmed then
     -- a kernel will be compiled soon: get LLVM ready in the background
@@ -388,7 +391,10 @@ function Kernel:compile(...)
       ptxas_us = times.ptxas_us, total_us = times.total_us },
   }
 end
-function Kernel:ptx(...) return self:compile(...).ptx end
+function Kernel:ptx(...)
+  check_self(self, "ptx")
+  return self:compile(...).ptx
+end
 
 ---------------------------------------------------------------------------
 -- launch
@@ -557,7 +563,11 @@ local function do_launch(self, cfg, args, nargs)
     entry.max_dyn_smem = smem
   end
   local stream = cfg.stream
-  if stream ~= nil and type(stream) == "table" then stream = stream.handle end
+  local ts = type(stream)
+  if ts == "table" then stream = stream.handle
+  elseif ts ~= "nil" and ts ~= "cdata" then
+    cf.fail(("cute.kernel %s launch: stream must be a cute.stream(), got %s"):format(self.name, tostring(stream)))
+  end
   local st
   if cfg.cluster then
     local cx, cy, cz = dims(cfg.cluster, "cluster")
@@ -601,7 +611,9 @@ local function make_fast_launcher(n)
     return do_launch(self, cfg, {]] .. as .. "}, " .. n .. [[)
   end
   local stream = cfg.stream
-  if type(stream) == "table" then stream = stream.handle end
+  local ts = type(stream)
+  if ts == "table" then stream = stream.handle
+  elseif ts ~= "nil" and ts ~= "cdata" then return do_launch(self, cfg, {]] .. as .. "}, " .. n .. [[) end
   if C.cute_cuda_launch(e.fn, gx, gy, gz, bx, by, bz, sm, stream, e.params, cu_err) ~= 0 then
     fail_launch(self)
   end
