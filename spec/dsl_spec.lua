@@ -162,7 +162,7 @@ describe("errors at the user's Lua line", function()
     local k = cute.kernel(function(A)
       local i = cute.arch.thread_idx()
       if i < 4 then A[i] = 1.0 end -- MARK-if
-    end)
+    end, { frontend = false }) -- the fallback (operator-level checks)
     local e = trace_error(k, spec1(16))
     assert.is_truthy(e:find(THIS .. ":" .. line_of("MARK-if") .. ":", 1, true), e)
     assert.is_truthy(e:find("cute.if_then", 1, true), e)
@@ -172,7 +172,7 @@ describe("errors at the user's Lua line", function()
     local k = cute.kernel(function(A)
       local n = cute.arch.thread_idx()
       for j = 1, n do A[j] = 0.0 end -- MARK-for
-    end)
+    end, { frontend = false }) -- the fallback (operator-level checks)
     local e = trace_error(k, spec1(16))
     assert.is_truthy(e:find(THIS .. ":" .. line_of("MARK-for") .. ":", 1, true), e)
     assert.is_truthy(e:find("cute.range", 1, true), e)
@@ -183,7 +183,7 @@ describe("errors at the user's Lua line", function()
       local last
       for j in cute.range(4) do last = A[j] end
       A[0] = last -- MARK-escape
-    end)
+    end, { frontend = false }) -- the fallback (operator-level checks)
     local e = trace_error(k, spec1(16))
     assert.is_truthy(e:find(THIS .. ":" .. line_of("MARK-escape") .. ":", 1, true), e)
     assert.is_truthy(e:find("cute.var", 1, true), e)
@@ -205,7 +205,7 @@ describe("errors at the user's Lua line", function()
         A[j] = 1.0
         break
       end
-    end)
+    end, { frontend = false }) -- the fallback (operator-level checks)
     local e = trace_error(k, spec1(16))
     assert.is_truthy(e:find("break", 1, true), e)
     assert.is_truthy(e:find(tostring(line_of("MARK-break")), 1, true), e)

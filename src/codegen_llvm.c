@@ -330,9 +330,22 @@ static int gen_body(cg *g) {
       c.iv = LLVMBuildPhi(g->B, T, "i");
       LLVMValueRef lo = x;
       LLVMAddIncoming(c.iv, &lo, &c.pre, 1);
-      int neg = a[2] < 0 && ir_is_signed(ir, t0) && f->cst[-a[2]].bits < 0;
-      LLVMIntPredicate p = neg ? LLVMIntSGT : sg ? LLVMIntSLT : LLVMIntULT;
-      LLVMBuildCondBr(g->B, LLVMBuildICmp(g->B, p, c.iv, y, ""), c.body, c.exitb);
+      /* iv < hi for a positive step, iv > hi for a negative one (signed types);
+         a runtime step picks by its sign (0: no iteration; cute.range asserts it is not 0) */
+      LLVMValueRef cond;
+      if (a[2] < 0 || !sg) {
+        int neg = a[2] < 0 && sg && f->cst[-a[2]].bits < 0;
+        LLVMIntPredicate p = neg ? LLVMIntSGT : sg ? LLVMIntSLT : LLVMIntULT;
+        cond = LLVMBuildICmp(g->B, p, c.iv, y, "");
+      } else {
+        LLVMValueRef st = cg_val(g, a[2]), zero = LLVMConstNull(T);
+        LLVMValueRef up = LLVMBuildAnd(g->B, LLVMBuildICmp(g->B, LLVMIntSGT, st, zero, ""),
+                                       LLVMBuildICmp(g->B, LLVMIntSLT, c.iv, y, ""), "");
+        LLVMValueRef down = LLVMBuildAnd(g->B, LLVMBuildICmp(g->B, LLVMIntSLT, st, zero, ""),
+                                         LLVMBuildICmp(g->B, LLVMIntSGT, c.iv, y, ""), "");
+        cond = LLVMBuildOr(g->B, up, down, "");
+      }
+      LLVMBuildCondBr(g->B, cond, c.body, c.exitb);
       LLVMPositionBuilderAtEnd(g->B, c.body);
       g->cs[g->ncs++] = c;
       res = c.iv;
@@ -383,9 +396,27 @@ static int gen_body(cg *g) {
       if (c.op == IR_FOR) {
         br(g, c.latch);
         LLVMPositionBuilderAtEnd(g->B, c.latch);
-        LLVMValueRef next = LLVMBuildAdd(g->B, c.iv, cg_val(g, ir_args(f, &f->inst[c.opener])[2]), "");
-        LLVMAddIncoming(c.iv, &next, &c.latch, 1);
-        LLVMValueRef b = LLVMBuildBr(g->B, c.head);
+        /* iv + step must not wrap (a grid-stride loop near 2^31 - 1 would go on
+           from a negative index): a step of +-1 cannot overflow past a bound that
+           iv has not reached (nsw add); any other step leaves the loop on overflow */
+        int32_t sref = ir_args(f, &f->inst[c.opener])[2];
+        LLVMValueRef st = cg_val(g, sref), next, b;
+        int sg = ir_is_signed(ir, f->inst[c.opener].type);
+        int unit = sref < 0 && (f->cst[-sref].bits == 1 || (sg && f->cst[-sref].bits == -1));
+        if (unit) {
+          next = sg ? LLVMBuildNSWAdd(g->B, c.iv, st, "") : LLVMBuildNUWAdd(g->B, c.iv, st, "");
+          LLVMAddIncoming(c.iv, &next, &c.latch, 1);
+          b = LLVMBuildBr(g->B, c.head);
+        } else {
+          LLVMTypeRef IT = LLVMTypeOf(c.iv);
+          LLVMValueRef ov = cg_intr(g, &f->inst[c.opener], sg ? "llvm.sadd.with.overflow" : "llvm.uadd.with.overflow",
+                                    &IT, 1, (LLVMValueRef[]){c.iv, st}, 2);
+          if (!ov) return 1;
+          next = LLVMBuildExtractValue(g->B, ov, 0, "");
+          LLVMValueRef o = LLVMBuildExtractValue(g->B, ov, 1, "");
+          LLVMAddIncoming(c.iv, &next, &c.latch, 1);
+          b = LLVMBuildCondBr(g->B, o, c.exitb, c.head);
+        }
         cg_loop_md(g, b, f->inst[c.opener].imm);
         LLVMPositionBuilderAtEnd(g->B, c.exitb);
       } else if (c.op == IR_WHILE) {

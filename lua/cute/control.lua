@@ -41,6 +41,7 @@ function RT:reset(keep_hints)
 end
 
 local function pk(...) return { n = select("#", ...), ... } end
+M.pack = pk
 function RT:pk(...) return { n = select("#", ...), ... } end
 function RT:up(t) return unpack(t, 1, t.n) end
 function RT:rv(t) return unpack(t, 2, t.n) end
@@ -148,9 +149,16 @@ local function short_circuit(self, c, bf, is_and)
   return tr.mk(C.cute_ir_vget(st.ir, v), T.I1)
 end
 
+-- a traced i1 on the left: short circuit in IR.  Any other traced value is a
+-- value, not a condition, and (as in Lua) true: `x or 0` is x.  Used as a
+-- condition later (if, while, not), it is an error there.
 function RT:and_(a, bf)
   a = unvar(a)
-  if is_value(a) then return short_circuit(self, truth(a, "and"), bf, true) end
+  if is_value(a) then
+    if a.t == T.I1 then return short_circuit(self, truth(a, "and"), bf, true) end
+    tr.lift(a)
+    return bf()
+  end
   if tr.active() then tr.pending_check() end
   if not a then return a end
   return bf()
@@ -158,10 +166,99 @@ end
 
 function RT:or_(a, bf)
   a = unvar(a)
-  if is_value(a) then return short_circuit(self, truth(a, "or"), bf, false) end
+  if is_value(a) then
+    if a.t == T.I1 then return short_circuit(self, truth(a, "or"), bf, false) end
+    return tr.lift(a)
+  end
   if tr.active() then tr.pending_check() end
   if a then return a end
   return bf()
+end
+
+-- `c and x or y`: Lua's (c and x) or y on Lua values; with a traced i1 c, x is
+-- evaluated only where c holds, y only where it does not, and the result is
+-- one IR variable (its type: found by tracing again, from x and y)
+local function value_type(x, y)
+  local tx, ty = is_value(x) and x.t, is_value(y) and y.t
+  if tx and ty and tx ~= ty then return nil end
+  if tx or ty then return tx or ty end
+  if type(x) == "boolean" and type(y) == "boolean" then return T.I1 end
+  if type(x) == "number" and type(y) == "number" then
+    if x % 1 ~= 0 or y % 1 ~= 0 then return T.F32 end
+    return T.I32
+  end
+  return nil
+end
+
+function RT:ternary(id, a, bf, cf)
+  a = unvar(a)
+  if not (is_value(a) and a.t == T.I1) then
+    if is_value(a) then tr.lift(a) elseif tr.active() then tr.pending_check() end
+    if a then
+      local b = bf()
+      if b then return b end
+    end
+    return cf()
+  end
+  local site = self.sites[id]
+  local st = S()
+  local hk = "t" .. id
+  local t = self.hints[hk]
+  tr.setloc()
+  local v = 0
+  if t then
+    v = C.cute_ir_var(st.ir, t, 0)
+    if v == 0 then tr.ir_fail() end
+  end
+  local got = {}
+  local function arm(f, k)
+    local x = unvar(f())
+    got[k] = x
+    if not (is_value(x) or type(x) == "number" or type(x) == "boolean") then
+      fail(("`c and x or y` with a traced condition c: x and y must be numbers, booleans or traced values, " ..
+        "got %s"):format(describe(x)))
+    end
+    if t then
+      local xv
+      if is_value(x) then
+        if x.t ~= t then
+          fail(("`c and x or y` with a traced condition c: x and y have different types (%s and %s): " ..
+            "convert one (cute.Float32(x), ...)"):format(tname(t), tname(x.t)))
+        end
+        xv = tr.lift(x)
+      elseif type(x) == "boolean" then
+        if t ~= T.I1 then fail(("`c and x or y`: a boolean and a %s"):format(tname(t))) end
+        xv = const_i1(x)
+      else
+        if t == T.I1 or (tinfo[t].int and x % 1 ~= 0) then
+          fail(("`c and x or y`: %s and a %s"):format(tostring(x), tname(t)))
+        end
+        xv = tr.const(t, x)
+      end
+      tr.setloc()
+      chk(C.cute_ir_vset(st.ir, v, xv.ref))
+    end
+  end
+  chk(C.cute_ir_if(st.ir, a.ref, 0))
+  tr.push_region("if", site.line)
+  arm(bf, 1)
+  tr.pop_region("if")
+  chk(C.cute_ir_else(st.ir))
+  tr.push_region("if", site.line)
+  arm(cf, 2)
+  tr.pop_region("if")
+  chk(C.cute_ir_end(st.ir))
+  if not t then
+    local vt = value_type(got[1], got[2])
+    if not vt then
+      fail(("`c and x or y` with a traced condition c: x and y have different types (%s and %s): convert one " ..
+        "(cute.Float32(x), ...)"):format(describe(got[1]), describe(got[2])))
+    end
+    self.hints[hk] = vt
+    error(M.RETRY, 0)
+  end
+  tr.setloc()
+  return tr.mk(C.cute_ir_vget(st.ir, v), t)
 end
 
 ---------------------------------------------------------------------------
@@ -186,7 +283,7 @@ function RT:gset(name, v, level)
 end
 
 function RT:setf(o, k, v, level)
-  if self:traced_since(level or 0) and not require("cute.tensor").is_tensor(o) then
+  if self:traced_since(level or 0) and not require("cute.tensor").is_tensor(o) and not tr.is_var(o) then
     fail(("assignment to the field %s of a %s declared outside a traced branch or loop: the GPU cannot " ..
       "change a Lua table; use a local, a fragment (cute.make_fragment) or a tensor"):format(tostring(k), type(o)))
   end
@@ -574,7 +671,7 @@ RT.fornum = with_cstack(function(self, id, a, b, c, bodyf, G, Sx)
     return
   end
   for_traced(a, "initial value"); for_traced(b, "limit"); for_traced(c, "step")
-  if c == 0 then fail("'for' step is 0 (the loop would never end)") end
+  if type(c) == "number" and c == 0 then fail("'for' step is 0 (the loop would never end)") end
   local st = S()
   local it = T.I32
   for _, x in ipairs({ a, b, c }) do

@@ -151,7 +151,18 @@ function R:expr(e)
     w:put("}", e.endline)
   elseif k == "Binop" then
     local op = e.op
-    if op == "and" or op == "or" then
+    if op == "or" and e.l.k == "Binop" and e.l.op == "and" then
+      -- the ternary idiom `c and x or y`: with a traced c, a select of x and y
+      local id = self:new_site("and/or", e.line)
+      self:rt_call("ternary", e.line)
+      w:put(tostring(id) .. ",")
+      self:expr(e.l.l)
+      w:put(","); w:put("function()", e.l.r.line); w:put("return")
+      self:expr(e.l.r)
+      w:put("end"); w:put(","); w:put("function()", e.r.line); w:put("return")
+      self:expr(e.r)
+      w:put("end"); w:put(")")
+    elseif op == "and" or op == "or" then
       self:rt_call(op .. "_", e.line)
       self:expr(e.l)
       w:put(","); w:put("function()", e.r.line); w:put("return")
@@ -637,8 +648,8 @@ function M.attach(k, fn, opts)
   k.trace = function(self, ...)
     rt:reset(false)
     for _ = 1, 32 do
-      local r = { n = select("#", ...), pcall(base_trace, self, ...) }
-      if r[1] then return unpack(r, 2, r.n + 1) end
+      local r = control.pack(pcall(base_trace, self, ...))
+      if r[1] then return unpack(r, 2, r.n) end
       local e = r[2]
       if not (type(e) == "string" and e:find(control.RETRY, 1, true)) then error(e, 0) end
       rt:reset(true)

@@ -470,30 +470,83 @@ local function pop_region(kind)
   S.region = top.parent
   return top
 end
+M.push_region, M.pop_region = push_region, pop_region
 
 -- for i in cute.range(a, b [, step] [, {unroll = n | true | false}]) do ... end
--- cute.range(n) iterates 0..n-1.  The body is traced once into an IR loop.
-function M.range(a, b, step, opts)
+-- cute.range(n) iterates 0..n-1: Python's range, half-open, a negative step
+-- counts down (cute.range(63, -1, -1) is 63..0).  The body is traced once into
+-- an IR loop.  A zero step is an error (a Lua number) or traps on the GPU (a
+-- traced step: an assertion before the loop).  The induction variable is i64
+-- when a bound is i64, else i32; the increment cannot wrap (codegen).
+M.range_iters = setmetatable({}, { __mode = "k" })
+
+local function range_bound(x, what, name)
+  if type(x) == "number" then
+    if x % 1 ~= 0 then fail(("%s: the %s must be an integer, got %s"):format(name, what, tostring(x))) end
+    return x
+  end
+  if is_value(x) then
+    local info = tinfo[x.t]
+    if not (info and info.int and x.t ~= T_I1) then
+      fail(("%s: the %s must be an integer, got a traced %s"):format(name, what, info and info.name or "value"))
+    end
+    return x
+  end
+  fail(("%s: the %s must be an integer (a Lua number or a traced integer), got %s %s"):format(
+    name, what, type(x), tostring(x)))
+end
+
+function M.range(...)
   need_trace("cute.range")
   pending_check()
-  if type(step) == "table" and opts == nil then opts, step = step, nil end
+  local n = select("#", ...)
+  local a, b, step, opts = ...
+  if n > 4 then
+    fail(("cute.range(a, b [, step] [, opts]): expected at most 4 arguments, got %d (a function returning " ..
+      "several values, like cute.arch.block_dim(), spreads them all: take one with `local x = f()`)"):format(n))
+  end
+  if type(step) == "table" and opts == nil and n <= 3 then opts, step = step, nil end
+  if opts ~= nil and type(opts) ~= "table" then
+    fail(("cute.range: the 4th argument must be an options table {unroll = n | true | false}, got %s " ..
+      "(a function returning several values, like cute.arch.block_dim(), spreads them all: take one " ..
+      "with `local x = f()`)"):format(tostring(opts)))
+  end
+  if n == 0 or a == nil then fail("cute.range: expected cute.range(n) or cute.range(a, b [, step]), got no bound") end
   if b == nil then a, b = 0, a end
-  step = step or 1
-  if type(step) == "number" and step <= 0 then fail("cute.range: step must be positive, got " .. step) end
+  if step == nil then step = 1 end
+  a = range_bound(a, "start", "cute.range")
+  b = range_bound(b, "end", "cute.range")
+  step = range_bound(step, "step", "cute.range")
+  if type(step) == "number" and step == 0 then fail("cute.range: the step is 0 (the loop would never end)") end
   local unroll = 0
   if opts then
+    for k in pairs(opts) do
+      if k ~= "unroll" then fail("cute.range: unknown option " .. tostring(k) .. " (only unroll)") end
+    end
     local u = opts.unroll
     if u == true then unroll = C.CUTE_UNROLL_FULL
     elseif u == false then unroll = C.CUTE_UNROLL_DISABLE
-    elseif type(u) == "number" then unroll = u end
+    elseif type(u) == "number" and u >= 0 and u % 1 == 0 then unroll = u
+    elseif u ~= nil then fail("cute.range: unroll must be true, false or a count, got " .. tostring(u)) end
   end
-  local lo, hi, st = lift(a, T_I32), lift(b, T_I32), lift(step, T_I32)
-  if lo.t ~= T_I32 then lo = cvt(lo, T_I32) end
-  if hi.t ~= T_I32 then hi = cvt(hi, T_I32) end
-  if st.t ~= T_I32 then st = cvt(st, T_I32) end
+  local it = T_I32
+  for _, x in ipairs({ a, b, step }) do
+    if is_value(x) and (x.t == T_I64 or x.t == T_U64 or x.t == T_U32) then it = T_I64 end
+  end
+  local lo, hi, st = lift(a, it), lift(b, it), lift(step, it)
+  if lo.t ~= it then lo = cvt(lo, it) end
+  if hi.t ~= it then hi = cvt(hi, it) end
+  if st.t ~= it then st = cvt(st, it) end
+  if is_value(step) then
+    setloc()
+    local nz = M.cmp_value(OP.NE, st, 0)
+    if C.cute_ir_assert(S.ir, nz.ref, "cute.range: the step is 0") == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then
+      ir_fail()
+    end
+  end
   local state = 0
   local depth
-  return function()
+  local iter = function()
     if state == 0 then
       state = 1
       local f, l = setloc()
@@ -503,7 +556,7 @@ function M.range(a, b, step, opts)
       depth = #S.stack
       local d = 1
       if type(a) == "number" and type(step) == "number" then d = gcd(a, step) end
-      return mk(iv, T_I32, d)
+      return mk(iv, it, d)
     elseif state == 1 then
       state = 2
       pending_check()
@@ -517,22 +570,44 @@ function M.range(a, b, step, opts)
     end
     return nil
   end
+  -- the front end (cute.control.forin) reads the loop from here instead of
+  -- calling the iterator, so the body can carry locals and break
+  M.range_iters[iter] = { t = it, lo = lo, hi = hi, st = st, unroll = unroll,
+    div = (type(a) == "number" and type(step) == "number") and gcd(a, step) or 1 }
+  return iter
 end
 
--- for i in cute.range_constexpr(a, b [, step]): a plain Lua loop, unrolled at trace time.
-function M.range_constexpr(a, b, step)
+-- the loop of a cute.range iterator not yet started (nil for anything else)
+function M.range_spec(f)
+  local s = M.range_iters[f]
+  if type(s) == "table" and not s.used then
+    s.used = true
+    return s
+  end
+  return nil
+end
+
+-- for i in cute.range_constexpr(a, b [, step]): unrolled at trace time, the
+-- same values as cute.range (half-open, negative steps count down).
+function M.range_constexpr(...)
+  local n = select("#", ...)
+  local a, b, step = ...
+  if n == 0 or n > 3 then
+    fail(("cute.range_constexpr(a, b [, step]): expected 1 to 3 arguments, got %d"):format(n))
+  end
   if b == nil then a, b = 0, a end
-  step = step or 1
+  if step == nil then step = 1 end
   for _, x in ipairs({ a, b, step }) do
     if type(x) ~= "number" then
       fail("cute.range_constexpr: bounds must be Lua numbers (known at trace time), got " .. tostring(x) ..
         "; use cute.range for loops over traced values")
     end
   end
+  if step == 0 then fail("cute.range_constexpr: the step is 0 (the loop would never end)") end
   local i = a - step
   return function()
     i = i + step
-    if i < b then return i end
+    if (step > 0 and i < b) or (step < 0 and i > b) then return i end
   end
 end
 
