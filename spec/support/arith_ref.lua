@@ -410,6 +410,24 @@ function R.operands(t, nrand, s)
   return out
 end
 
+-- a few integer edge values of t (0, +-1, shift widths, MIN, MAX)
+function R.edges(t)
+  local ti = TYPES[t]
+  local lo, hi = R.range(t)
+  local out = {}
+  for _, x in ipairs({ 0, 1, -1, 7, ti.bits - 1, ti.bits, ti.bits + 1, lo, hi }) do
+    if x >= lo and x <= hi then
+      if ti.bits == 64 and x == hi then
+        x = t == "i64" and bit.rshift(ffi.cast(I64, -1), 1) or bit.bnot(ffi.cast(U64, 0))
+      elseif ti.bits == 64 then
+        x = c64(t, x)
+      end
+      out[#out + 1] = x
+    end
+  end
+  return out
+end
+
 -- operand pairs: edges x edges, then random pairs
 function R.pairs(t, nrand, s)
   local ops = R.operands(t, nrand, s)
