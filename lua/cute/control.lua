@@ -42,6 +42,14 @@ end
 
 local function pk(...) return { n = select("#", ...), ... } end
 M.pack = pk
+
+-- the rewritten kernel's first call: its comparisons are all consumed by the
+-- helpers (the fallback's check for unused comparisons does not apply: a
+-- while condition is evaluated once more, unused, to find it traced)
+function RT:enter()
+  local st = tr.state()
+  if st then st.check_unused = false end
+end
 function RT:pk(...) return { n = select("#", ...), ... } end
 function RT:up(t) return unpack(t, 1, t.n) end
 function RT:rv(t) return unpack(t, 2, t.n) end
@@ -91,7 +99,11 @@ local function cmpf(op, luaf)
   return function(self, a, b)
     a, b = unvar(a), unvar(b)
     if traced_pair(a, b) then return tr.cmp_value(op, a, b) end
-    return luaf(a, b)
+    local ta, tb = type(a), type(b)
+    if ta == tb and (ta == "number" or ta == "string") then return luaf(a, b) end
+    local ok, r = pcall(luaf, a, b)
+    if ok then return r end
+    fail((tostring(r):gsub("^[^:]*:%d+: ", ""))) -- Lua's message, at the user's line
   end
 end
 RT.lt = cmpf(OP.LT, function(a, b) return a < b end)
@@ -536,6 +548,14 @@ RT.if_ = with_cstack(function(self, id, c, tf, ef, G, Sx)
   tr.push_region("if", site.line)
   self:run_body(slots, G, site, false, tf)
   tr.pop_region("if")
+  if slots and not ef then
+    for k = 1, #site.names do
+      if slots.kinds[k] == "nil" then
+        fail(("`%s` is nil where the condition of the traced if at line %d is false: give it a value on every " ..
+          "path (or before the if)"):format(site.names[k], site.line))
+      end
+    end
+  end
   if ef then
     if slots then Sx(unpack(slots.vals, 1, #site.names)) end
     tr.setloc()

@@ -594,6 +594,7 @@ function M.rewrite(fn)
   local ok, e = pcall(function()
     w:put("function", f.line)
     w:put("(" .. table.concat(f.params, ",") .. (f.vararg and (#f.params > 0 and ",..." or "...") or "") .. ")")
+    w:put(RT .. ":enter();")
     r:funcbody(f, true)
   end)
   if not ok then
