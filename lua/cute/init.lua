@@ -42,6 +42,8 @@ cute.while_ = trace.while_
 cute.where = trace.select
 cute.var = trace.var
 cute.return_ = trace.return_
+-- the source front end (cute.frontend): chunks loaded from strings under a name
+cute.register_source = function(...) return require("cute.frontend").register_source(...) end
 
 -- kernels, typed scalars
 cute.kernel = kernel.kernel
