@@ -198,6 +198,13 @@ local function unify(a, b, sym)
     end
     return cvt(a, t), cvt(b, t)
   end
+  if not av and not bv then -- two Lua numbers: each by num_type, then the common type
+    if not (type(a) == "number" or arith.is64(a)) or not (type(b) == "number" or arith.is64(b)) then
+      fail(("%s: expected numbers or traced values, got %s and %s"):format(sym or "operation", type(a), type(b)))
+    end
+    local t = arith.promote(num_type(a), num_type(b))
+    return const(t, a, sym), const(t, b, sym)
+  end
   local v, x = a, b
   if bv then v, x = b, a end
   usable(v)
