@@ -284,14 +284,27 @@ for name, op in pairs({ lt = OP.LT, le = OP.LE, gt = OP.GT, ge = OP.GE, eq = OP.
     S(); return tr.cmp_value(op, a, b)
   end
 end
+-- Two conditions for cute.logical_and/or.  Without the front end a comparison
+-- written inline (`a < b`) reaches us as the Lua boolean Lua made of it (true,
+-- or false for `~=`) with the IR comparison pending; Values and Lua booleans
+-- are the other kinds.
 local function two_conditions(a, b, what)
-  if type(a) == "boolean" and type(b) == "boolean" then
-    local p = tr.take_pending(2)
-    if p then return p[1], p[2] end
-  end
-  if type(a) == "boolean" and tr.is_value(b) then
-    local p = tr.take_pending(1)
-    if p then return (a and p[1] or tr.unop(OP.NOT, p[1])), b end
+  local ba, bb = type(a) == "boolean", type(b) == "boolean"
+  local np = tr.npending()
+  if np > 0 and (ba or bb) then
+    if ba and bb and np == 2 then
+      local p = tr.take_pending(2, { a, b })
+      return p[1], p[2]
+    end
+    if np == 1 and ba ~= bb then
+      -- one comparison and one traced Value: the boolean is the comparison
+      local p = tr.take_pending(1, { ba and a or b })
+      if ba then return p[1], tr.condition(b, what) end
+      return tr.condition(a, what), p[1]
+    end
+    tr.fail(("%s(%s, %s): a Lua boolean and %d comparison(s) of traced values: without the source front end " ..
+      "the tracer cannot tell which argument is the comparison; write it as cute.lt(a, b) (cute.le, cute.eq, " ..
+      "cute.ne, ...)"):format(what, tostring(a), tostring(b), np))
   end
   return tr.condition(a, what), tr.condition(b, what)
 end

@@ -214,6 +214,9 @@ function M.kernel(fn, opts)
   local k = setmetatable({ fn = fn, opts = opts, name = kernel_name(fn, opts), cache = {},
     traces = 0, compiles = 0 }, Kernel)
   k.nparams, k.isvararg, k.param_names = nparams, isvararg, param_names
+  -- the source front end: k.fn becomes the rewritten function (cute.frontend)
+  local frontend = require("cute.frontend")
+  if frontend.attach then frontend.attach(k, fn, opts) end
   return k
 end
 

@@ -397,8 +397,11 @@ end
 M.pending_check = pending_check
 
 -- Turn a condition argument into an i1 Value (consuming a pending comparison),
--- or return a Lua boolean for compile-time conditions.
-function M.condition(c, what)
+-- or return a Lua boolean for compile-time conditions.  fresh: the caller's
+-- other arguments emit no IR (cute.if_then, cute.while_), so a comparison
+-- meant for this call is the last instruction; an older one was left pending
+-- by Lua itself (`if a < b then`) and must not become this condition.
+function M.condition(c, what, fresh)
   if is_value(c) then
     pending_check()
     usable(c)
@@ -416,6 +419,7 @@ function M.condition(c, what)
           "cute.logical_or", 0)
       end
       local pv = p[1].v
+      if fresh and pv.ref ~= C.cute_ir_count(S.ir) then pending_check() end
       S.pending = {}
       if c then return pv end
       setloc()
@@ -423,20 +427,34 @@ function M.condition(c, what)
     end
     return c
   end
+  if M.is_var(c) then
+    fail((what or "condition") .. ": a cute.var is not a condition: compare its value, e.g. v.value ~= 0")
+  end
   fail((what or "condition") .. ": expected a comparison, a traced boolean or a Lua boolean, got " ..
     type(c) .. " " .. tostring(c))
 end
 
--- take the last n pending comparisons (oldest first), for logical_and/or of
--- two comparisons written inline: cute.logical_and(a < b, c < d)
-function M.take_pending(n)
+-- Take the n pending comparisons behind n Lua booleans bools[1..n] (the
+-- results Lua made of them: `~=` gives false, so that one is negated), oldest
+-- first, for cute.logical_and(a < b, c ~= d).  Returns nil unless there are
+-- exactly n pending.
+function M.take_pending(n, bools)
   local p = S.pending
   if #p ~= n then return nil end
   local r = {}
-  for i = 1, n do r[i] = p[i].v end
+  for i = 1, n do
+    r[i] = p[i].v
+    if bools and bools[i] == false then
+      setloc()
+      r[i] = mk(C.cute_ir_op1(S.ir, OP.NOT, r[i].ref), T_I1)
+    end
+  end
   S.pending = {}
   return r
 end
+
+-- The number of comparisons left pending (a Lua boolean stands for one of them).
+function M.npending() return S and #S.pending or 0 end
 
 -- methods on Values
 function V.to(v, dt)
@@ -633,7 +651,7 @@ end
 -- branch at trace time; a traced condition emits an IR if/else.
 function M.if_then(cond, then_fn, else_fn)
   need_trace("cute.if_then")
-  local c = M.condition(cond, "cute.if_then")
+  local c = M.condition(cond, "cute.if_then", true)
   if type(then_fn) ~= "function" or (else_fn ~= nil and type(else_fn) ~= "function") then
     fail("cute.if_then(cond, then_fn [, else_fn]): branches must be functions")
   end
@@ -664,7 +682,7 @@ function M.while_(cond_fn, body_fn)
   local f, l = setloc()
   if C.cute_ir_while(S.ir) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
   push_region("while", l)
-  local c = M.condition(cond_fn(), "cute.while_")
+  local c = M.condition(cond_fn(), "cute.while_", true)
   if type(c) == "boolean" then c = const(T_I1, c and 1 or 0) end
   setloc()
   if C.cute_ir_do(S.ir, c.ref) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
@@ -677,8 +695,9 @@ end
 -- cute.select(cond, a, b)
 function M.select(cond, a, b)
   need_trace("cute.select")
-  local c = M.condition(cond, "cute.select")
+  local c = M.condition(cond, "cute.where")
   if type(c) == "boolean" then return c and a or b end
+  if not is_value(a) and not is_value(b) then a = lift(a) end
   a, b = unify(a, b)
   setloc()
   return mk(C.cute_ir_op3(S.ir, OP.SELECT, c.ref, a.ref, b.ref), a.t)
@@ -695,11 +714,23 @@ end
 ---------------------------------------------------------------------------
 -- mutable variables
 ---------------------------------------------------------------------------
+-- A cute.var is a cdata, like a traced value, so that LuaJIT calls its
+-- metamethods against plain numbers too: `v == 0` and `v ~= 0` are traced
+-- comparisons (on a Lua table, `==` with a number is simply false).
+ffi.cdef [[
+typedef struct cute_tvar {
+  int32_t ref;   /* IR var ref                        */
+  int32_t t;     /* value type                        */
+  int32_t r;     /* region id where it was declared   */
+} cute_tvar;
+]]
+local var_t = ffi.typeof("cute_tvar")
 local Var = {}
 M.Var = Var
+local function is_var(x) return istype(var_t, x) end
 
 local function var_get(v)
-  if not S.open[v.r] then fail("a cute.var declared inside an ended loop or branch is used here") end
+  if not S or not S.open[v.r] then fail("a cute.var declared inside an ended loop or branch (or another trace) is used here") end
   setloc()
   return mk(C.cute_ir_vget(S.ir, v.ref), v.t, 1)
 end
@@ -710,6 +741,7 @@ Var.__index = function(v, k)
 end
 Var.__newindex = function(v, k, x)
   if k ~= "value" then fail("cute.var: only .value can be assigned (got ." .. tostring(k) .. ")") end
+  if is_var(x) then x = var_get(x) end
   local val = lift(x, v.t)
   if val.t ~= v.t then val = cvt(val, v.t) end
   setloc()
@@ -719,12 +751,24 @@ function Var.get(v) return var_get(v) end
 function Var.set(v, x) Var.__newindex(v, "value", x) end
 for _, mm in ipairs({ "__add", "__sub", "__mul", "__div", "__mod", "__pow", "__lt", "__le" }) do
   Var[mm] = function(a, b)
-    if getmetatable(a) == Var then a = var_get(a) end
-    if getmetatable(b) == Var then b = var_get(b) end
+    if is_var(a) then a = var_get(a) end
+    if is_var(b) then b = var_get(b) end
     return V[mm](a, b)
   end
 end
+Var.__eq = function(a, b)
+  if is_var(a) and is_var(b) and a.ref == b.ref then return true end
+  local ta, tb = type(a), type(b)
+  if not ((ta == "number" or is_value(a) or is_var(a)) and (tb == "number" or is_value(b) or is_var(b))) then
+    return false
+  end
+  if is_var(a) then a = var_get(a) end
+  if is_var(b) then b = var_get(b) end
+  return V.__eq(a, b)
+end
 Var.__unm = function(a) return V.__unm(var_get(a)) end
+Var.__tostring = function(v) return ("<cute.var %s>"):format(tinfo[v.t] and tinfo[v.t].name or "?") end
+ffi.metatype(var_t, Var)
 
 -- cute.var(init [, dtype]): a mutable variable (lowered to a register).
 function M.var(init, dt)
@@ -735,23 +779,77 @@ function M.var(init, dt)
     t = type(dt) == "table" and M.dtype_ir[dt.name] or dt
     if not tinfo[t] then fail("cute.var: unknown dtype " .. tostring(dt)) end
   end
+  if is_var(init) then init = var_get(init) end
   local iv = lift(init, t)
   if t and iv.t ~= t then iv = cvt(iv, t) end
   setloc()
   local ref = C.cute_ir_var(S.ir, iv.t, iv.ref)
   if ref == 0 then ir_fail() end
-  return setmetatable({ ref = ref, t = iv.t, r = S.region }, Var)
+  return var_t(ref, iv.t, S.region)
 end
 
-function M.is_var(x) return getmetatable(x) == Var end
+M.is_var = is_var
 
 ---------------------------------------------------------------------------
 -- trace session
 ---------------------------------------------------------------------------
 -- begin(ir): make ir current; returns the previous state (to support nesting).
+-- Pending comparisons live in S.pending: S routes every `S.pending = t` through
+-- its metatable, which gives t a guard.  A comparison is consumed (or
+-- reported) by the next condition, region or barrier; dozens left pending
+-- mean a Lua loop runs on one (`while i < n do` without the front end: true
+-- forever at trace time), which is reported instead of hanging the tracer.
+local MAX_PENDING = 64
+local pending_mt = { __newindex = function(t, k, v)
+  rawset(t, k, v)
+  if type(k) == "number" and k > MAX_PENDING then
+    local w = t[1].where
+    error(w .. ": a comparison of traced values was used as a Lua boolean again and again (a Lua `while` or " ..
+      "`repeat` on a traced condition never ends at trace time): write cute.while_(function() return a < b end, " ..
+      "function() ... end)", 0)
+  end
+end }
+local state_mt = {
+  __index = function(t, k) if k == "pending" then return rawget(t, "_pending") end end,
+  __newindex = function(t, k, v)
+    if k == "pending" then rawset(t, "_pending", setmetatable(v, pending_mt)) else rawset(t, k, v) end
+  end,
+}
+
+-- Comparisons whose result nothing uses: without the front end, `if cute.lt(a, b) then`
+-- makes one (Lua takes the traced value for true).  Returns "file:line: message" or nil.
+function M.unused_comparison(ir)
+  local text = ffi.string(C.cute_ir_print(ir))
+  local defs, order, used = {}, {}, {}
+  local file, line = "?", 0
+  for l in text:gmatch("[^\n]+") do
+    local f, n = l:match('^%s*loc "(.-)" (%d+)')
+    if f then
+      file, line = f, n
+    else
+      local def, rest = l:match("^%s*%%(%d+) = (.*)$")
+      local op = rest and rest:match("^(%a+) i1 ")
+      if op == "lt" or op == "le" or op == "gt" or op == "ge" or op == "eq" or op == "ne" then
+        defs[def] = file .. ":" .. line
+        order[#order + 1] = def
+      end
+      for u in (rest or l):gmatch("%%(%d+)") do used[u] = true end
+    end
+  end
+  for _, d in ipairs(order) do
+    if not used[d] then
+      return defs[d] .. ": the result of this comparison is never used: if it is the condition of a Lua `if` " ..
+        "(`if cute.lt(a, b) then`), Lua takes the traced value for true; write cute.if_then(cute.lt(a, b), " ..
+        "function() ... end)"
+    end
+  end
+  return nil
+end
+
 function M.begin(ir)
   local prev = S
-  S = { ir = ir, open = { [0] = true }, stack = {}, region = 0, nregion = 0, pending = {} }
+  S = setmetatable({ ir = ir, open = { [0] = true }, stack = {}, region = 0, nregion = 0 }, state_mt)
+  S.pending = {}
   last_file, last_line = nil, nil
   return prev
 end
@@ -762,7 +860,11 @@ function M.finish(prev)
   if #cur.pending > 0 then
     ok, err = false, cur.pending[1].where .. ": a comparison of traced values was used as a Lua boolean " ..
       "(Lua cannot branch on values known only on the GPU). Write cute.if_then(a < b, function() ... end)"
-  elseif #cur.stack > 0 then
+  elseif #cur.stack == 0 and cur.check_unused ~= false then
+    local e = M.unused_comparison(cur.ir)
+    if e then ok, err = false, e end
+  end
+  if ok and #cur.stack > 0 then
     local top = cur.stack[#cur.stack]
     ok, err = false, ("line %s: a %s region was never closed (a `break` or `return` inside a cute.range " ..
       "body is not supported; use cute.if_then / cute.return_)"):format(tostring(top.line), top.kind)
