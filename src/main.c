@@ -191,6 +191,26 @@ static void repl_help(void) {
        "  cute.logical_divide(cute.make_layout(24), cute.make_layout(4, 2))");
 }
 
+/* Give the kernel front end (cute.frontend) the text of a chunk compiled as
+   "=stdin", so that kernels defined at the prompt are rewritten too.  Only when
+   cute is loaded; errors are ignored (the front end then says it is off). */
+static void register_chunk(lua_State *L, const char *text) {
+  int top = lua_gettop(L);
+  lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
+  lua_getfield(L, -1, "cute");
+  if (lua_istable(L, -1)) {
+    lua_getglobal(L, "require");
+    lua_pushstring(L, "cute.frontend");
+    if (lua_pcall(L, 1, 1, 0) == 0 && lua_istable(L, -1)) {
+      lua_getfield(L, -1, "register_source");
+      lua_pushstring(L, "=stdin");
+      lua_pushstring(L, text);
+      lua_pcall(L, 2, 0, 0);
+    }
+  }
+  lua_settop(L, top);
+}
+
 /* Print the values left on the stack (from index base+1) via cute.repl.format */
 static void print_results(lua_State *L, int base) {
   int n = lua_gettop(L) - base;
@@ -238,10 +258,12 @@ static void repl(lua_State *L) {
       /* first as an expression */
       lua_pushfstring(L, "return %s", code);
       status = luaL_loadbuffer(L, lua_tostring(L, -1), lua_objlen(L, -1), "=stdin");
+      if (status == 0) register_chunk(L, lua_tostring(L, -2));
       lua_remove(L, -2);
       if (status == 0) break;
       lua_pop(L, 1);
       status = luaL_loadbuffer(L, code, lua_objlen(L, base + 1), "=stdin");
+      if (status == 0) register_chunk(L, code);
       if (!incomplete(L, status)) break;
       lua_pop(L, 1);
       char *more = read_line(">> ");
@@ -331,7 +353,17 @@ int main(int argc, char **argv) {
       repl(L);
     } else {
       make_arg(L, argv, argc, 0);
-      status = luaL_loadfile(L, NULL);
+      /* a script on stdin: read it whole, so that its text can be given to the
+         kernel front end (register_chunk), then compile it as "=stdin" */
+      luaL_Buffer sb;
+      luaL_buffinit(L, &sb);
+      char chunk[4096];
+      size_t got;
+      while ((got = fread(chunk, 1, sizeof chunk, stdin)) > 0) luaL_addlstring(&sb, chunk, got);
+      luaL_pushresult(&sb);
+      register_chunk(L, lua_tostring(L, -1));
+      status = luaL_loadbuffer(L, lua_tostring(L, -1), lua_objlen(L, -1), "=stdin");
+      lua_remove(L, -2);
       if (status == 0) status = docall(L, 0, 0);
       if (report(L, status)) { return finish(L, 1); }
     }

@@ -68,6 +68,13 @@ int main(void) {
       "end)\n"
       "local s = cute.tensor_spec({256}, cute.float32)\n"
       "return k:ir(s, s)\n";
+  /* the kernel front end reads a kernel's source: give it the chunk's text */
+  lua_getglobal(L, "cute");
+  lua_getfield(L, -1, "register_source");
+  lua_pushstring(L, "=myhost");
+  lua_pushstring(L, kernel);
+  check(lua_pcall(L, 2, 0, 0) == 0, "cute.register_source");
+  lua_settop(L, 0);
   st = luaL_loadbuffer(L, kernel, strlen(kernel), "=myhost");
   if (st == 0) st = lua_pcall(L, 0, 1, 0);
   msg = st ? lua_tostring(L, -1) : "";
