@@ -72,6 +72,22 @@ describe("arithmetic rules (issue 8 item 6)", function()
     assert.same({ 2147483647, 0, 0, 127 }, seen)
   end)
 
+  it("cvt with a rounding mode to an 8-bit integer saturates to 8 bits (the PTX cvt is 16-bit)", function()
+    local m = require("cute.ir").parse([[
+kernel @k(%1: ptr.global.f32 "a", %2: ptr.global.i8 "b", %3: ptr.global.u8 "c") {
+  %4 = load f32 %1
+  %5 = cvt i8 %4 rnd=rz
+  store %2, %5
+  %7 = cvt u8 %4 rnd=rn
+  store %3, %7
+  ret
+}
+]])
+    local r = assert(m:compile { arch = "sm_90a", opt = 1, ptxas = false })
+    assert.is_truthy(r.llvm:find("smin%.i16%(i16 %%%d+, i16 127%)") and r.llvm:find("smax%.i16%(i16 %%%d+, i16 %-128%)"), r.llvm)
+    assert.is_truthy(r.llvm:find("umin%.i16%(i16 %%%d+, i16 255%)"), r.llvm)
+  end)
+
   it("cute.rshift of a negative Lua number is arithmetic, as on traced i32", function()
     assert.equal(-4, cute.rshift(-8, 1))
     assert.equal(-1, cute.rshift(-8, 40))
