@@ -88,12 +88,20 @@ function arch.fence_sys() return arch.fence("sys") end
 
 -- warp shuffles: shuffle_sync(v, lane [, mask [, width]]) etc.
 local FULL = 0xffffffff
+-- a lane mask: a Lua number is 32 bits, 0 .. 0xffffffff or negative (-1 = all lanes)
+local function lane_mask(mask)
+  if mask == nil then return lift(-1, T.I32) end
+  if type(mask) == "number" and mask % 1 == 0 and mask >= -2 ^ 31 and mask < 2 ^ 32 then
+    return lift(bit.tobit(mask), T.I32)
+  end
+  return lift(mask, T.I32)
+end
 local function shfl(mode)
   return function(v, lane, mask, width)
     local s = S()
     local val = lift(v)
     local ln = lift(lane, T.I32)
-    local mk_ = lift(mask or -1, T.I32)
+    local mk_ = lane_mask(mask)
     setloc()
     return mk(C.cute_ir_shfl(s.ir, mode, val.ref, ln.ref, mk_.ref, width or 32), val.t)
   end
@@ -108,7 +116,7 @@ local function vote(mode, rt)
     local s = S()
     local c = tr.condition(pred, "vote")
     if type(c) == "boolean" then c = tr.const(T.I1, c and 1 or 0) end
-    local m = lift(mask or -1, T.I32)
+    local m = lane_mask(mask)
     setloc()
     return mk(C.cute_ir_vote(s.ir, mode, m.ref, c.ref), rt)
   end
