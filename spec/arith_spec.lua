@@ -145,6 +145,11 @@ kernel @k(%1: ptr.global.f32 "a", %2: ptr.global.i8 "b", %3: ptr.global.u8 "c") 
     assert.is_truthy(e:find("300 does not fit i8 (in 300 - x", 1, true), e)
     e = trace_error(k_of(function(A) A[1] = cute.band(A[0], 256) end), spec1(4, cute.uint8))
     assert.is_truthy(e:find("256 does not fit u8 (in cute.band(x, 256), x: u8)", 1, true), e)
+    -- bitwise operators take a constant as a bit pattern of the width
+    local ir = k_of(function(A) A[1] = cute.band(A[0], 0xffff0000) + cute.bxor(A[0], -1) end):ir(spec1(4, cute.int32))
+    assert.is_truthy(ir:find("and i32 %%%d+, %-65536:i32"), ir)
+    e = trace_error(k_of(function(A) A[1] = cute.bor(A[0], 2 ^ 32) end), spec1(4, cute.int32))
+    assert.is_truthy(e:find("4294967296 does not fit i32", 1, true), e)
   end)
 
   it("a lane mask may be written 0xffffffff (32 bits), any other constant must fit", function()

@@ -182,6 +182,8 @@ end
 
 local function tname(t) return tinfo[t] and tinfo[t].name or "value" end
 
+local BITWISE = { ["cute.band"] = true, ["cute.bor"] = true, ["cute.bxor"] = true }
+
 -- Bring two operands (Values or numbers) to one type (cute.arith.promote).
 -- A Lua number takes the traced operand's type and must fit it; a
 -- non-integral number with a traced integer makes both f32.  `sym` names the
@@ -220,6 +222,10 @@ local function unify(a, b, sym)
       type(x), tostring(x)))
   end
   local info = tinfo[v.t]
+  if info and info.int and BITWISE[sym] and type(x) == "number" and x % 1 == 0 and
+      x >= -2 ^ (info.bits - 1) and x < 2 ^ info.bits then
+    x = arith.value(v.t, arith.to_bits(v.t, x)) -- a bit pattern: 0xffffffff is -1 as i32
+  end
   if info and info.int then
     if not arith.integral(x) then
       v = cvt(v, T_F32)
