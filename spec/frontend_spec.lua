@@ -386,6 +386,9 @@ describe("front end: Lua values behave exactly as in Lua", function()
       if j % 2 == 0 then p = (p or 0) + j end
     end
     repeat local q = j; j = j - 4 until q < 5
+    local nv = 0
+    while nv < select("#", ...) and select(nv + 1, ...) ~= "stop" do nv = nv + 1 end
+    if n > 0 then out[#out + 1] = "va" .. select("#", ...) .. tostring((...)) .. nv end
     for k, v in ipairs({ ... }) do
       if v == "stop" then break end
       out[#out + 1] = k .. "=" .. tostring(v)

@@ -123,6 +123,16 @@ function R:rt_call(name, line)
   w:put(RT, line); w:put(":" .. name .. "(")
 end
 
+-- function() return <e> end (a closure: `...` inside it reads the packed varargs)
+function R:expr_closure(e)
+  local w = self.w
+  w:put("function()", e.line); w:put("return")
+  self.fn.closure_depth = self.fn.closure_depth + 1
+  self:expr(e)
+  self.fn.closure_depth = self.fn.closure_depth - 1
+  w:put("end")
+end
+
 function R:expr(e)
   local w, k = self.w, e.k
   if k == "Nil" then w:put("nil", e.line)
@@ -157,17 +167,14 @@ function R:expr(e)
       self:rt_call("ternary", e.line)
       w:put(tostring(id) .. ",")
       self:expr(e.l.l)
-      w:put(","); w:put("function()", e.l.r.line); w:put("return")
-      self:expr(e.l.r)
-      w:put("end"); w:put(","); w:put("function()", e.r.line); w:put("return")
-      self:expr(e.r)
-      w:put("end"); w:put(")")
+      w:put(","); self:expr_closure(e.l.r)
+      w:put(","); self:expr_closure(e.r)
+      w:put(")")
     elseif op == "and" or op == "or" then
       self:rt_call(op .. "_", e.line)
       self:expr(e.l)
-      w:put(","); w:put("function()", e.r.line); w:put("return")
-      self:expr(e.r)
-      w:put("end"); w:put(")")
+      w:put(","); self:expr_closure(e.r)
+      w:put(")")
     elseif cmp_fn[op] then
       self:rt_call(cmp_fn[op], e.line)
       self:expr(e.l); w:put(","); self:expr(e.r); w:put(")")
@@ -425,9 +432,9 @@ function R:stat(st)
     local frame = self:open_frame()
     self:construct_begin(st.line)
     self:rt_call("while_", st.line)
-    w:put(tostring(id) .. ", function() return")
-    self:expr(st.cond)
-    w:put("end,")
+    w:put(tostring(id) .. ",")
+    self:expr_closure(st.cond)
+    w:put(",")
     self:closure(st.body.line, {}, st.body, st.endline)
     self:close_frame(frame, site)
     self:accessors(frame, st.endline)
