@@ -51,5 +51,6 @@ fi
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   count_busted "specs under ASan+UBSan" $B/asan/cuteluajit $BUSTED --exclude-tags=slow,gpu spec
 FUZZ_SECONDS=${FUZZ_SECONDS:-20} count_plain "IR fuzzer (ASan)" $B/asan/cuteluajit tools/fuzz_ir.lua
+FUZZ_SECONDS=10 FUZZ_SEED=${FUZZ_SEED:-1} count_plain "kernel fuzzer" $B/cuteluajit tools/fuzz_kernels.lua
 echo "$P passed, $F failed, $S skipped"
 [ "$F" -eq 0 ]
