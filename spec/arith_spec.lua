@@ -516,4 +516,32 @@ describe("differential: the lowering of each operator, evaluated by LLVM's const
       ck.done()
     end)
   end
+
+  it("conversions to every integer type, from every type", function()
+    local ck = checker("conversions lowered")
+    for _, src in ipairs({ "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64" }) do
+      local X = R.TYPES[src].float and R.operands(src, 0, 5) or R.edges(src)
+      local ctor = cute[K.CTOR[src]]
+      local k = cute.kernel(function(O1, O2, O3, O4, O5, O6, O7, O8)
+        local O = { O1, O2, O3, O4, O5, O6, O7, O8 }
+        for i = 1, #X do
+          local a = cute.var(ctor(X[i])).value
+          for j, t in ipairs(R.INTS) do O[j][i - 1] = cute[K.CTOR[t]](a) end
+        end
+      end, { opt_level = 1 })
+      local args = {}
+      for j, t in ipairs(R.INTS) do args[j] = spec1(#X, K.DT[t]) end
+      local st = stores(k:compile(unpack(args)).llvm)
+      for j, t in ipairs(R.INTS) do
+        local got_t = st["%arg" .. j] or {}
+        for i = 1, #X do
+          local x = X[i]
+          local got = got_t[(i - 1) * R.TYPES[t].bits / 8]
+          ck.check(src .. "->" .. t, got and as_t(t, got) or "no constant store", R.convert(src, t, x),
+            function() return "of " .. R.show(x) end)
+        end
+      end
+    end
+    ck.done()
+  end)
 end)
