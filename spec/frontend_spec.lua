@@ -281,15 +281,38 @@ describe("front end: loops", function()
     assert.is_truthy(has(ir, "var i32 -1:i32"), ir)
   end)
 
-  it("break under a traced condition in a loop unrolled at trace time is an error", function()
-    local k = cute.kernel(function(A)
+  it("break under a traced condition makes a Lua-number loop an IR loop; in a Lua iterator it is an error", function()
+    local k = cute.kernel(function(A, p)
       for j = 0, 3 do
+        if A[j] > 0 then break end
+      end
+      local r = 0
+      repeat
+        r = r + 1
+        if r > p then break end
+      until r >= 3
+      A[0] = r
+    end)
+    local ir = k:ir(spec1(4), cute.Int32(1))
+    assert.equal(2, count(ir, "while {"), ir)
+    assert.equal(2, count(ir, "\n%s*break\n"), ir)
+    local k2 = cute.kernel(function(A)
+      for _, j in ipairs({ 0, 1, 2 }) do
         if A[j] > 0 then break end -- MARK-unrolled
       end
     end)
-    local e = trace_error(k, spec1(4))
+    local e = trace_error(k2, spec1(4))
     at(e, "MARK-unrolled")
     assert.is_truthy(has(e, "break"), e)
+  end)
+
+  it("`a and b or c` with i1 operands is (a and b) or c, not a ternary", function()
+    local k = cute.kernel(function(O, a, b, c)
+      if a > 0 and b > 0 or c > 0 then O[0] = 1 else O[0] = 2 end
+    end)
+    local ir = k:ir(spec1(4, i32), cute.Int32(1), cute.Int32(0), cute.Int32(1))
+    -- where a > 0: b > 0, and where that fails c > 0 (evaluated in a nested if)
+    assert.is_truthy(ir:find("if %%%d+ {[^}]*gt i1 [^}]*if %%%d+ {[^}]*gt i1"), ir)
   end)
 
   it("return in a traced branch is an early return; with values it is an error", function()

@@ -225,6 +225,12 @@ function RT:ternary(id, a, bf, cf)
   local got = {}
   local function arm(f, k)
     local x = unvar(f())
+    if k == 1 then
+      -- (c and x) or y where c holds: x, unless x is false (then y); an i1 x
+      -- is `x or y`, short-circuited on the GPU
+      if x == nil or x == false then x = unvar(cf())
+      elseif is_value(x) and x.t == T.I1 then x = short_circuit(self, tr.lift(x), cf, false) end
+    end
     got[k] = x
     if not (is_value(x) or type(x) == "number" or type(x) == "boolean") then
       fail(("`c and x or y` with a traced condition c: x and y must be numbers, booleans or traced values, " ..
@@ -468,6 +474,11 @@ function RT:traced_status(r, site)
   if s == 1 then
     local L = self.loops[#self.loops]
     if not L then fail("break outside a loop") end
+    if not L.traced and L.id and not self.hints["L" .. L.id] then
+      -- a GPU condition decides when this loop ends: trace it again as an IR loop
+      self.hints["L" .. L.id] = true
+      error(M.RETRY, 0)
+    end
     if not L.traced then
       fail(("break inside the traced %s at line %d, in a loop unrolled at trace time (line %d: its bounds " ..
         "are Lua numbers): it cannot stop at a condition known only on the GPU; give the loop traced bounds " ..
@@ -508,8 +519,8 @@ function RT:run_body(slots, G, site, loop, f, ...)
 end
 
 -- a Lua (trace-time) loop iteration: returns "next", "break" or the packed return
-function RT:lua_iter(site, f, ...)
-  local L = { traced = false, line = site.line }
+function RT:lua_iter(site, f, id, ...)
+  local L = { traced = false, line = site.line, id = id }
   self.loops[#self.loops + 1] = L
   local r = pk(f(...))
   self.loops[#self.loops] = nil
@@ -576,10 +587,11 @@ end)
 -- from the first traced condition on, an IR while loop
 RT.while_ = with_cstack(function(self, id, condf, bodyf, G, Sx)
   local site = self.sites[id]
-  local c = truth(condf(), "while")
+  local c
+  if self.hints["L" .. id] then c = const_i1(true) else c = truth(condf(), "while") end
   while not is_value(c) do
     if not c then return end
-    local what, r = self:lua_iter(site, bodyf)
+    local what, r = self:lua_iter(site, bodyf, id)
     if what == "break" then return end
     if what == "return" then return unpack(r, 1, r.n) end
     c = truth(condf(), "while")
@@ -604,11 +616,17 @@ end)
 -- repeat body until cond: the body ends with `return 0, cond`
 RT.repeat_ = with_cstack(function(self, id, bodyf, G, Sx)
   local site = self.sites[id]
+  local forced = self.hints["L" .. id]
   while true do
-    local what, r = self:lua_iter(site, bodyf)
-    if what == "break" then return end
-    if what == "return" then return unpack(r, 1, r.n) end
-    local c = truth(r[2], "until")
+    local c
+    if forced then
+      c = const_i1(false)
+    else
+      local what, r = self:lua_iter(site, bodyf, id)
+      if what == "break" then return end
+      if what == "return" then return unpack(r, 1, r.n) end
+      c = truth(r[2], "until")
+    end
     if not is_value(c) then
       if c then return end
     else
@@ -680,11 +698,11 @@ RT.fornum = with_cstack(function(self, id, a, b, c, bodyf, G, Sx)
   local site = self.sites[id]
   a, b, c = unvar(a), unvar(b), unvar(c)
   if c == nil then c = 1 end
-  if not (is_value(a) or is_value(b) or is_value(c)) then
+  if not (is_value(a) or is_value(b) or is_value(c)) and not self.hints["L" .. id] then
     for_number(a, "initial value"); for_number(b, "limit"); for_number(c, "step")
     if c == 0 then fail("'for' step is 0 (the loop would never end)") end
     for i = a, b, c do
-      local what, r = self:lua_iter(site, bodyf, i)
+      local what, r = self:lua_iter(site, bodyf, id, i)
       if what == "break" then return end
       if what == "return" then return unpack(r, 1, r.n) end
     end
@@ -767,7 +785,7 @@ RT.forin = with_cstack(function(self, id, e, bodyf, G, Sx)
     local vals = pk(f(s, v))
     if vals[1] == nil then return end
     v = vals[1]
-    local what, r = self:lua_iter(site, bodyf, unpack(vals, 1, vals.n))
+    local what, r = self:lua_iter(site, bodyf, nil, unpack(vals, 1, vals.n))
     if what == "break" then return end
     if what == "return" then return unpack(r, 1, r.n) end
   end
