@@ -275,6 +275,8 @@ end
 
 local Break, Ret, Trap = {}, {}, {}
 
+-- args: the kernel's parameters (pointers as {base =, off =}); args.sreg: special
+-- register values by name (tid.x ...), 0 when absent
 local function run_ir(prog, args, mem)
   local V = {}
   for i, p in ipairs(prog.params) do V[p.ref] = args[i] end
@@ -371,7 +373,11 @@ local function run_ir(prog, args, mem)
         local x = mem[a.base][a.off]
         if x == nil then error("interp: load of an unwritten element") end
         set(n, x)
-      elseif op == "sreg" then set(n, 0)
+      elseif op == "atom" and n.kv.op == "add" then
+        local old = mem[a.base][a.off] or 0
+        mem[a.base][a.off] = wrap(n.type, old + b)
+        set(n, old)
+      elseif op == "sreg" then set(n, n.kv.reg and tonumber(args.sreg and args.sreg[n.kv.reg]) or 0)
       elseif op == "assert" then
         if a == 0 then error(Trap) end
       elseif op == "trap" then error(Trap)
@@ -441,6 +447,15 @@ local function lua_range(a, b, st)
     i = i + st
     if (st > 0 and i < b) or (st < 0 and i > b) then return i end
   end
+end
+
+-- used as a library by spec/control_gpu_spec.lua (the same programs run on the GPU)
+if rawget(_G, "FUZZ_KERNELS_LIB") then
+  return {
+    NOUT = NOUT, gen_program = gen_program, parse_ir = parse_ir, run_ir = run_ir, lua_range = lua_range,
+    seed = function(n) rs = n % 2147483647; if rs <= 0 then rs = rs + 2147483646 end end,
+    rnd = rnd,
+  }
 end
 
 local passed, failed, rejected = 0, 0, 0
