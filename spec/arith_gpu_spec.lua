@@ -140,3 +140,27 @@ describe("differential on the GPU: traced operators vs the Lua reference", funct
     ck.done()
   end)
 end)
+
+describe("typed scalars reach the GPU exactly (issue 8 item 9)", function()
+  gpu_it("extreme values of every integer type, booleans and floats as kernel parameters", function()
+    local I64, U64 = ffi.typeof("int64_t"), ffi.typeof("uint64_t")
+    local cases = {
+      { "Int8", "i8", -128 }, { "Uint8", "u8", 255 }, { "Int16", "i16", -32768 }, { "Uint16", "u16", 65535 },
+      { "Int32", "i32", -2 ^ 31 }, { "Uint32", "u32", 2 ^ 32 - 1 }, { "Int64", "i64", -2 ^ 53 },
+      { "Int64", "i64", bit.rshift(ffi.cast(I64, -1), 1) }, { "Uint64", "u64", 2 ^ 64 - 2048 },
+      { "Uint64", "u64", bit.bnot(ffi.cast(U64, 0)) }, { "Boolean", "i1", true }, { "Float32", "f32", 1.5 },
+      { "Float64", "f64", 0.1 },
+    }
+    -- one kernel, specialised per scalar type: the parameter stored unchanged
+    local kk = cute.kernel(function(Ot, s) Ot[0] = s end)
+    for _, c in ipairs(cases) do
+      local ctor, t, v = c[1], c[2], c[3]
+      local out = cute.zeros({ 1 }, K.DT[t])
+      kk:launch{ grid = 1, block = 1 }(out, cute[ctor](v))
+      local got = reader(t == "i1" and "u8" or t, out:to_host())(0)
+      local want = t == "i1" and 1 or v
+      if t == "f32" then want = R.round("f32", v) end
+      assert.is_true(R.same(got, want), ("%s(%s): got %s"):format(ctor, R.show(v), R.show(got)))
+    end
+  end)
+end)
