@@ -306,6 +306,15 @@ describe("front end: loops", function()
     assert.is_truthy(has(e, "break"), e)
   end)
 
+  it("`a and b or c` with a Lua-true a and an i1 b is b or c (found by the kernel fuzzer)", function()
+    local k = cute.kernel(function(O, p, q)
+      local x = 3
+      if x > 0 and p > 0 or q > 0 then O[0] = 1 end
+    end)
+    local ir = k:ir(spec1(4, i32), cute.Int32(0), cute.Int32(1))
+    assert.equal(2, count(ir, " = gt i1 "), ir)
+  end)
+
   it("`a and b or c` with i1 operands is (a and b) or c, not a ternary", function()
     local k = cute.kernel(function(O, a, b, c)
       if a > 0 and b > 0 or c > 0 then O[0] = 1 else O[0] = 2 end

@@ -207,7 +207,8 @@ function RT:ternary(id, a, bf, cf)
   if not (is_value(a) and a.t == T.I1) then
     if is_value(a) then tr.lift(a) elseif tr.active() then tr.pending_check() end
     if a then
-      local b = bf()
+      local b = unvar(bf())
+      if is_value(b) and b.t == T.I1 then return short_circuit(self, tr.lift(b), cf, false) end
       if b then return b end
     end
     return cf()
