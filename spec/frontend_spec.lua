@@ -360,6 +360,21 @@ describe("front end: loops", function()
     at(trace_error(k3, spec1(64)), "MARK-range0")
   end)
 
+  it("cute.if_then, cute.while_ and cute.return_ check their arguments at the user's line", function()
+    local k1 = cute.kernel(function(A)
+      cute.if_then(A[0] > 0, function() end, function() end, 3) -- MARK-ifargs
+    end, { frontend = false })
+    at(trace_error(k1, spec1(4)), "MARK-ifargs")
+    local k2 = cute.kernel(function(A)
+      cute.while_(function() return A[0] > 0 end) -- MARK-whileargs
+    end)
+    at(trace_error(k2, spec1(4)), "MARK-whileargs")
+    local k3 = cute.kernel(function(A)
+      cute.return_(1) -- MARK-retargs
+    end)
+    at(trace_error(k3, spec1(4)), "MARK-retargs")
+  end)
+
   it("cute.range_constexpr: half-open, negative steps, a zero step is an error", function()
     local got = {}
     local k = cute.kernel(function(A)
@@ -504,6 +519,13 @@ describe("front end: sources", function()
     local k2 = cute.kernel(function(A) A[0] = 1.0 end, { frontend = false })
     assert.is_false(k2.frontend)
     assert.is_nil(k2:source())
+  end)
+
+  it("a function is rewritten once, whatever the number of kernels made of it", function()
+    local f = function(A) A[0] = 1.0 end
+    local k1, k2 = cute.kernel(f), cute.kernel(f)
+    assert.equal(k1.fn, k2.fn)
+    assert.is_true(k1.fn ~= f)
   end)
 
   it("every token keeps its line in the rewritten text", function()

@@ -570,8 +570,21 @@ local function locate(text, chunk, info)
   return nil, "several functions match its lines"
 end
 
--- rewrite(fn) -> new function, rewritten text | nil, reason
+-- rewrite(fn) -> new function, rewritten text, run-time object | nil, reason
+-- (once per function: cute.kernel(f) twice rewrites f once)
+local rewritten = setmetatable({}, { __mode = "k" })
+local rewrite
+
 function M.rewrite(fn)
+  local c = rewritten[fn]
+  if not c then
+    c = { rewrite(fn) }
+    rewritten[fn] = c
+  end
+  return c[1], c[2], c[3]
+end
+
+function rewrite(fn)
   local info = debug.getinfo(fn, "Su")
   if not info or info.what ~= "Lua" then return nil, "not a Lua function" end
   local src = info.source

@@ -655,11 +655,18 @@ end
 
 -- cute.if_then(cond, then_fn [, else_fn]).  A Lua boolean condition selects a
 -- branch at trace time; a traced condition emits an IR if/else.
-function M.if_then(cond, then_fn, else_fn)
+function M.if_then(...)
   need_trace("cute.if_then")
+  local cond, then_fn, else_fn = ...
+  local n = select("#", ...)
+  if n < 2 or n > 3 then
+    fail(("cute.if_then(cond, then_fn [, else_fn]): expected 2 or 3 arguments, got %d"):format(n))
+  end
   local c = M.condition(cond, "cute.if_then", true)
   if type(then_fn) ~= "function" or (else_fn ~= nil and type(else_fn) ~= "function") then
-    fail("cute.if_then(cond, then_fn [, else_fn]): branches must be functions")
+    fail(("cute.if_then(cond, then_fn [, else_fn]): branches must be functions, got %s%s"):format(
+      type(then_fn) ~= "function" and ("then_fn = " .. tostring(then_fn)) or "",
+      (else_fn ~= nil and type(else_fn) ~= "function") and (" else_fn = " .. tostring(else_fn)) or ""))
   end
   if type(c) == "boolean" then
     if c then then_fn() elseif else_fn then else_fn() end
@@ -682,8 +689,14 @@ function M.if_then(cond, then_fn, else_fn)
 end
 
 -- cute.while_(cond_fn, body_fn): cond_fn is traced (returns a condition).
-function M.while_(cond_fn, body_fn)
+function M.while_(...)
   need_trace("cute.while_")
+  local cond_fn, body_fn = ...
+  local n = select("#", ...)
+  if n ~= 2 or type(cond_fn) ~= "function" or type(body_fn) ~= "function" then
+    fail(("cute.while_(cond_fn, body_fn): expected two functions, got %d argument%s (%s, %s)"):format(
+      n, n == 1 and "" or "s", tostring(cond_fn), tostring(body_fn)))
+  end
   pending_check()
   local f, l = setloc()
   if C.cute_ir_while(S.ir) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
@@ -710,8 +723,12 @@ function M.select(cond, a, b)
 end
 
 -- early return from the kernel
-function M.return_()
+function M.return_(...)
   need_trace("cute.return_")
+  if select("#", ...) > 0 then
+    fail(("cute.return_(): a kernel returns nothing, got %d argument%s (%s)"):format(select("#", ...),
+      select("#", ...) == 1 and "" or "s", tostring((...))))
+  end
   pending_check()
   setloc()
   if C.cute_ir_ret(S.ir, 0) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
