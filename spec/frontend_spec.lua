@@ -360,6 +360,17 @@ describe("front end: loops", function()
     at(trace_error(k3, spec1(64)), "MARK-range0")
   end)
 
+  it("cute.range with a runtime step: i64 with an i64 bound; the compare follows the step's sign", function()
+    local k = cute.kernel(function(A, n, s)
+      for j in cute.range(n, 0, s) do A[j] = 1.0 end
+    end, { opt_level = 0 })
+    local r = k:compile(spec1(64), cute.Int64(8), cute.Int32(-1))
+    assert.is_truthy(r.ir:find("= for i64 %%2, 0:i64, %%%d+ {"), r.ir)
+    -- iv < hi where step > 0, iv > hi where step < 0 (the old code only tested iv < hi)
+    assert.is_truthy(r.llvm:find("icmp sgt i64 %%i, 0") and r.llvm:find("icmp slt i64 %%i, 0"), r.llvm)
+    assert.is_truthy(has(r.llvm, "llvm.sadd.with.overflow.i64"), r.llvm)
+  end)
+
   it("cute.if_then, cute.while_ and cute.return_ check their arguments at the user's line", function()
     local k1 = cute.kernel(function(A)
       cute.if_then(A[0] > 0, function() end, function() end, 3) -- MARK-ifargs
