@@ -43,7 +43,7 @@ describe("conditions and loops on the GPU", function()
       setfenv(chunk, setmetatable({ cute = cute }, { __index = _G }))
       local k = cute.kernel(chunk())
       local ref_chunk = assert(load(src))
-      setfenv(ref_chunk, setmetatable({ cute = { range = FZ.lua_range } }, { __index = _G }))
+      setfenv(ref_chunk, setmetatable({ cute = { range = FZ.lua_range, range_constexpr = FZ.lua_range } }, { __index = _G }))
       local ref = ref_chunk()
       local spec = cute.tensor_spec({ FZ.NOUT }, i32)
       if pcall(k.ir, k, spec, cute.Int32(0), cute.Int32(0), cute.Int32(0)) then

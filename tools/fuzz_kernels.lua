@@ -41,6 +41,8 @@ local function gen_program()
   local ind = "  "
   local function emit(s) out[#out + 1] = ind .. s end
   local locals = { "x1", "x2", "x3" }
+  local blocals = { "b1" } -- boolean locals
+  local nblock = 0
   local loopvars = {}
   local nstore = 4
   local depth_loops = 0
@@ -77,6 +79,8 @@ local function gen_program()
       local op = pick({ "<", "<=", ">", ">=", "==", "~=" })
       return expr(1) .. " " .. op .. " " .. expr(1)
     end
+    if chance(0.15) then return pick(blocals) end
+    if chance(0.1) then return "not " .. pick(blocals) end
     local k = rnd(os.getenv("FUZZ_NO_TERNARY") and 3 or 4)
     if k == 1 then return "(" .. cond(d - 1) .. " and " .. cond(d - 1) .. ")" end
     if k == 2 then return "(" .. cond(d - 1) .. " or " .. cond(d - 1) .. ")" end
@@ -86,11 +90,32 @@ local function gen_program()
   end
 
   local block
-  local function stat(d, in_loop)
+  local stat
+  stat = function(d, in_loop)
     local k = rnd(in_loop and 11 or 9)
     if d <= 0 then k = rnd(2) end
     if k <= 3 then
-      emit(pick(locals) .. " = (" .. expr(2) .. ") % 1009")
+      local kk = rnd(6)
+      if kk == 1 then
+        emit(pick(blocals) .. " = " .. pick({ "true", "false", cond(1) }))
+      elseif kk == 2 then
+        -- the value ternary: c and x or y (x a number: always true in Lua)
+        emit(pick(locals) .. " = (" .. cond(1) .. " and " .. expr(1) .. " or " .. expr(1) .. ") % 1009")
+      elseif kk == 3 and d > 0 then
+        -- a block local, assigned in nested statements, then used
+        nblock = nblock + 1
+        local y = "y" .. nblock
+        emit("local " .. y .. " = (" .. expr(1) .. ") % 1009")
+        locals[#locals + 1] = y
+        stat(d - 1, in_loop)
+        table.remove(locals)
+        emit(pick(locals) .. " = (" .. pick(locals) .. " + " .. y .. ") % 1009")
+      elseif kk == 4 then
+        emit("for c" .. rnd(1000) .. " in cute.range_constexpr(" .. rnd(3) .. ") do " .. pick(locals) .. " = (" ..
+          expr(1) .. " + 1) % 1009 end")
+      else
+        emit(pick(locals) .. " = (" .. expr(2) .. ") % 1009")
+      end
     elseif k == 4 then
       local slot = rnd(NOUT - 6) + 5
       emit("Out[" .. slot .. "] = (" .. expr(2) .. ") % 1009")
@@ -173,10 +198,12 @@ local function gen_program()
   out[#out + 1] = "return function(Out, p1, p2, p3)"
   emit("local x1, x2, x3 = " .. pick({ "0", "p1", "1" }) .. ", " .. pick({ "p2 % 5", "3", "0" }) .. ", " ..
     pick({ "p3", "2", "0" }))
+  emit("local b1 = " .. pick({ "false", "true", "p1 > p2" }))
   for _ = 1, rnd(4) + 1 do stat(3, false) end
   emit("Out[0] = x1")
   emit("Out[1] = x2")
   emit("Out[2] = x3")
+  emit("if b1 then Out[3] = 1 else Out[3] = 0 end")
   out[#out + 1] = "end"
   return table.concat(out, "\n")
 end
@@ -475,7 +502,7 @@ while os.clock() - t0 < SECONDS do
   local kfn = chunk()
   -- the reference: the same text as plain Lua, with cute.range as Python's range
   local ref_chunk = load(src)
-  setfenv(ref_chunk, setmetatable({ cute = { range = lua_range } }, { __index = _G }))
+  setfenv(ref_chunk, setmetatable({ cute = { range = lua_range, range_constexpr = lua_range } }, { __index = _G }))
   local fn = ref_chunk()
   local k = cute.kernel(kfn)
   local ok, ir = pcall(k.ir, k, cute.tensor_spec({ NOUT }, cute.int32), cute.Int32(0), cute.Int32(0), cute.Int32(0))
