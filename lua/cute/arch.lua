@@ -318,8 +318,20 @@ local function two_conditions(a, b, what)
 end
 
 local function logical(op, name)
-  return function(a, b)
+  return function(...)
     S()
+    local n = select("#", ...)
+    if n ~= 2 then
+      tr.fail(("%s(a, b): expected 2 arguments, got %d (nest the calls for more: %s(a, %s(b, c)))"):format(
+        name, n, name, name))
+    end
+    local a, b = ...
+    for i, x in ipairs({ a, b }) do
+      if not (type(x) == "boolean" or tr.is_value(x)) then
+        tr.fail(("%s: argument %d must be a comparison, a traced boolean or a Lua boolean, got %s %s"):format(
+          name, i, type(x), tostring(x)))
+      end
+    end
     local x, y = two_conditions(a, b, name)
     if type(x) == "boolean" then x = tr.const(T.I1, x and 1 or 0) end
     if type(y) == "boolean" then y = tr.const(T.I1, y and 1 or 0) end

@@ -711,11 +711,30 @@ function M.while_(...)
   if C.cute_ir_end(S.ir) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
 end
 
--- cute.select(cond, a, b)
-function M.select(cond, a, b)
-  need_trace("cute.select")
+-- cute.where(cond, a, b) (M.select): a where cond holds, else b; a Lua boolean
+-- cond picks one at trace time.  a, b: numbers, booleans, traced values or cute.vars.
+local function where_operand(x, which)
+  if M.is_var(x) then return x.value end
+  if is_value(x) or type(x) == "number" or type(x) == "boolean" then return x end
+  fail(("cute.where: the %s value must be a number, a boolean, a traced value or a cute.var, got %s %s")
+    :format(which, type(x), tostring(x)))
+end
+function M.select(...)
+  need_trace("cute.where")
+  local n = select("#", ...)
+  if n ~= 3 then
+    fail(("cute.where(cond, a, b): expected 3 arguments, got %d (a function returning several values, like " ..
+      "cute.arch.block_dim(), spreads them all: take one with `local x = f()`)"):format(n))
+  end
+  local cond, a, b = ...
   local c = M.condition(cond, "cute.where")
-  if type(c) == "boolean" then return c and a or b end
+  a, b = where_operand(a, "second"), where_operand(b, "third")
+  if type(c) == "boolean" then
+    if c then return a end
+    return b
+  end
+  if type(a) == "boolean" then a = lift(a) end
+  if type(b) == "boolean" then b = lift(b) end
   if not is_value(a) and not is_value(b) then a = lift(a) end
   a, b = unify(a, b)
   setloc()
