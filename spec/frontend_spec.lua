@@ -482,6 +482,37 @@ describe("front end: Lua values behave exactly as in Lua", function()
     assert.equal(41, g())
   end)
 
+  it("error(msg, 2) inside a branch still blames the caller", function()
+    local function f(x)
+      if x then error("boom", 2) end
+    end
+    local g = assert(fe.rewrite(f))
+    local ok, e = pcall(function() g(true) end) -- MARK-errlevel
+    assert.is_false(ok)
+    assert.is_truthy(has(tostring(e), THIS .. ":" .. line_of("MARK-errlevel") .. ":"), e)
+  end)
+
+  it("every function of the library itself can be rewritten (a corpus for the parser and printer)", function()
+    local seen, n = {}, 0
+    local function visit(t, depth)
+      if depth > 3 or seen[t] then return end
+      seen[t] = true
+      for _, v in pairs(t) do
+        if type(v) == "function" then
+          local info = debug.getinfo(v, "S")
+          if info.what == "Lua" and info.source:sub(1, 1) == "@" then
+            local g, why = fe.rewrite(v)
+            assert.is_function(g, info.short_src .. ":" .. info.linedefined .. ": " .. tostring(why))
+            n = n + 1
+          end
+        elseif type(v) == "table" then visit(v, depth + 1) end
+      end
+    end
+    for _, m in ipairs({ "cute", "cute.trace", "cute.tensor", "cute.kernel", "cute.layout", "cute.arch",
+      "cute.lua_parse", "cute.frontend", "cute.control", "cute.ir" }) do visit(require(m), 0) end
+    assert.is_true(n > 300, tostring(n))
+  end)
+
   it("errors raised by rewritten code name the user's file and line", function()
     local function f(t)
       if t.x > 1 then return 1 end -- MARK-luaerr

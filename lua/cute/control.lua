@@ -280,6 +280,28 @@ function RT:ternary(id, a, bf, cf)
   return tr.mk(C.cute_ir_vget(st.ir, v), t)
 end
 
+-- error(msg, level) written inside an if / loop body: the frames of the
+-- construct's closures and of these helpers do not count
+local this_source = debug.getinfo(1, "S").source
+function RT:error(msg, level)
+  if type(level) ~= "number" or level < 2 then error(msg, level) end
+  local lv, logical = 2, 1
+  local closure_src = debug.getinfo(2, "S").source
+  while true do
+    local info = debug.getinfo(lv, "S")
+    if not info then break end
+    local caller = debug.getinfo(lv + 1, "S")
+    local skip = info.source == this_source
+      or (info.source == closure_src and caller and caller.source == this_source)
+    if not skip then
+      if logical == level then break end
+      logical = logical + 1
+    end
+    lv = lv + 1
+  end
+  error(msg, lv) -- (debug.getinfo levels and error levels agree: 1 is this function)
+end
+
 ---------------------------------------------------------------------------
 -- assignments that cannot follow a traced branch
 ---------------------------------------------------------------------------

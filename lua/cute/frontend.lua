@@ -194,7 +194,14 @@ function R:expr(e)
     if e.dotname then w:put("." .. e.dotname, e.key.line)
     else w:put("["); self:expr(e.key); w:put("]") end
   elseif k == "Call" then
-    self:expr(e.f); w:put("(", e.cline); self:exprlist(e.args); w:put(")")
+    if self.fn.closure_depth > 0 and e.f.k == "Name" and e.f.name == "error" and #e.args == 2
+      and not self:resolve("error") then
+      -- error(msg, level) inside a construct's closure: the level counts the
+      -- frames of the function as written, not the closures and helpers
+      self:rt_call("error", e.line); self:exprlist(e.args); w:put(")")
+    else
+      self:expr(e.f); w:put("(", e.cline); self:exprlist(e.args); w:put(")")
+    end
   elseif k == "Method" then
     self:expr(e.obj); w:put(":" .. e.name, e.cline); w:put("("); self:exprlist(e.args); w:put(")")
   else
@@ -554,11 +561,20 @@ end
 
 -- find the function expression of fn in text: same first and last line, and
 -- the same parameter count / vararg
+local parsed = {} -- source text -> { fns = functions } | { err = message } (at most 65 texts)
+local parsed_n = 0
+
 local function locate(text, chunk, info)
-  local ast, err = P.parse(text, chunk)
-  if not ast then return nil, err end
+  local pr = parsed[text]
+  if not pr then
+    local ast, err = P.parse(text, chunk)
+    pr = ast and { fns = P.functions(ast) } or { err = err }
+    if parsed_n > 64 then parsed, parsed_n = {}, 0 end
+    parsed[text], parsed_n = pr, parsed_n + 1
+  end
+  if pr.err then return nil, pr.err end
   local found = {}
-  for _, f in ipairs(P.functions(ast)) do
+  for _, f in ipairs(pr.fns) do
     local np = #f.params
     if f.line == info.linedefined and f.endline == info.lastlinedefined
       and (info.nparams == nil or np == info.nparams) and (info.isvararg == nil or f.vararg == info.isvararg) then
