@@ -44,13 +44,15 @@ local function gen_program()
   local blocals = { "b1" } -- boolean locals
   local nblock = 0
   local loopvars = {}
+  local bigvars = {}
   local nstore = 4
   local depth_loops = 0
 
   local atom_pool = function()
     local t = { "p1", "p2", "p3" }
     for _, l in ipairs(locals) do t[#t + 1] = l end
-    for _, l in ipairs(loopvars) do t[#t + 1] = l end
+    -- a loop variable near the ends of i32 enters arithmetic reduced (i32 would wrap, Lua not)
+    for _, l in ipairs(loopvars) do t[#t + 1] = bigvars[l] and "(" .. l .. " % 1009)" or l end
     return t
   end
 
@@ -135,11 +137,21 @@ local function gen_program()
       end
       emit("end")
     elseif k == 6 and depth_loops < 2 then
-      -- numeric for: bounds from parameters or constants, steps never 0
+      -- numeric for: bounds from parameters or constants, steps never 0; at
+      -- times near the ends of i32 (a loop must stop there, not wrap)
       local v = "j" .. (#loopvars + 1)
       local a = pick({ "p1", "p2", tostring(rnd(7) - 3), "p1 % 4" })
       local b = pick({ "p2", "p3", tostring(rnd(9) - 2), "p3 % 5 + 2" })
       local step = pick({ "", ", 1", ", -1", ", 2", ", -2", ", p3 % 3 + 1", ", -(p1 % 3 + 1)" })
+      if chance(0.15) then
+        a, b = "2147483647 - p3 % 9", "2147483647"
+        step = pick({ "", ", 3", ", 536870912", ", p2 % 4 + 1" })
+        bigvars[v] = true
+      elseif chance(0.1) then
+        a, b = "-2147483647 + p3 % 9", "-2147483648"
+        step = pick({ ", -1", ", -5", ", -536870912" })
+        bigvars[v] = true
+      end
       emit("for " .. v .. " = " .. a .. ", " .. b .. step .. " do")
       loopvars[#loopvars + 1] = v
       depth_loops = depth_loops + 1
@@ -153,6 +165,11 @@ local function gen_program()
       local a = pick({ "p1", "0", "p3 % 6" })
       local b = pick({ "p2", "5", "p3 % 7" })
       local step = pick({ "", ", 1", ", 2", ", -1", ", p2 % 2 + 1" })
+      if chance(0.15) then
+        a, b = "2147483600 + p1 % 7", "2147483647"
+        step = pick({ ", 1", ", 7", ", 268435456 + p2 % 3" })
+        bigvars[v] = true
+      end
       emit("for " .. v .. " in cute.range(" .. a .. ", " .. b .. step .. ") do")
       loopvars[#loopvars + 1] = v
       depth_loops = depth_loops + 1
