@@ -371,6 +371,37 @@ describe("front end: loops", function()
     assert.is_truthy(has(r.llvm, "llvm.sadd.with.overflow.i64"), r.llvm)
   end)
 
+  it("goto in a kernel: Lua conditions around it work, a traced one is an error at its line", function()
+    local k = cute.kernel(function(A, n)
+      for i = 0, 7 do
+        if i > 3 then goto continue end
+        if A[i] > 0 then A[i] = 2.0 end
+        ::continue::
+      end
+    end)
+    assert.is_true(k.frontend)
+    assert.equal(4, count(k:ir(spec1(8), cute.Int32(3)), "\n%s*if %%"))
+    local k2 = cute.kernel(function(A, n)
+      for i = 0, 7 do
+        if A[i] > 0 then goto continue end -- MARK-gototraced
+        A[i] = 1.0
+        ::continue::
+      end
+    end)
+    local e = trace_error(k2, spec1(8), cute.Int32(3))
+    at(e, "MARK-gototraced")
+    assert.is_truthy(has(e, "goto"), e)
+    local k3 = cute.kernel(function(A, n)
+      for i = 0, 7 do
+        if A[i] > 0 then break end -- MARK-gotobreak
+        if i == 5 then goto continue end
+        A[i] = 1.0
+        ::continue::
+      end
+    end)
+    at(trace_error(k3, spec1(8), cute.Int32(3)), "MARK-gotobreak")
+  end)
+
   it("cute.if_then, cute.while_ and cute.return_ check their arguments at the user's line", function()
     local k1 = cute.kernel(function(A)
       cute.if_then(A[0] > 0, function() end, function() end, 3) -- MARK-ifargs
@@ -469,6 +500,29 @@ describe("front end: Lua values behave exactly as in Lua", function()
       local g = assert(fe.rewrite(sample))
       local b = { pcall(g, unpack(args)) }
       assert.same(a, b)
+    end
+  end)
+
+  it("goto and labels: statements containing them stay Lua statements, with the same results", function()
+    local function f(n, ...)
+      local out = {}
+      for i = 1, n do
+        if i % 2 == 0 then goto continue end
+        for _, v in ipairs({ ... }) do
+          if v == i then break end
+          if v > 10 then goto done end
+        end
+        out[#out + 1] = i
+        ::continue::
+      end
+      ::done::
+      local j = 0
+      while j < 3 do j = j + 1; if j == 2 then goto skip end; out[#out + 1] = "j" .. j; ::skip:: end
+      return table.concat(out, ",")
+    end
+    local g = assert(fe.rewrite(f))
+    for _, args in ipairs({ { 7, 3, 5 }, { 7, 3, 50 }, { 0 }, { 9, 9, 1, 2 } }) do
+      assert.equal(f(unpack(args)), g(unpack(args)))
     end
   end)
 

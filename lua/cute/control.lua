@@ -302,6 +302,32 @@ function RT:error(msg, level)
   error(msg, lv) -- (debug.getinfo levels and error levels agree: 1 is this function)
 end
 
+-- statements containing a goto or a label stay Lua statements: their
+-- conditions, bounds and iterators must be Lua values
+local function plain_fail(what, x)
+  fail(("%s: %s in a statement that contains a goto or a label: such statements stay Lua code (a goto " ..
+    "cannot jump out of a traced region); restructure it without goto (e.g. an if around the rest of " ..
+    "the loop body)"):format(what, describe(x)))
+end
+
+function RT:lua_cond(c, what)
+  c = unvar(c)
+  if is_value(c) then plain_fail(what .. " condition", c) end
+  if tr.active() then tr.pending_check() end
+  return c
+end
+
+function RT:lua_num(x)
+  x = unvar(x)
+  if is_value(x) then plain_fail("'for' bound", x) end
+  return x
+end
+
+function RT:plain_iter(f, s, v)
+  if tr.range_iters[f] then plain_fail("'for ... in cute.range'", "a traced loop") end
+  return f, s, v
+end
+
 ---------------------------------------------------------------------------
 -- assignments that cannot follow a traced branch
 ---------------------------------------------------------------------------
@@ -495,6 +521,11 @@ function RT:traced_status(r, site)
   if r.n == 0 or s == nil or s == 0 then return false end
   local st = S()
   if s == 1 then
+    if site.plain_loop then
+      fail(("break under the traced %s at line %d, in a loop that contains a goto or a label (kept as a Lua " ..
+        "loop): it cannot stop at a condition known only on the GPU; restructure it without goto"):format(
+        site.kind, site.line))
+    end
     local L = self.loops[#self.loops]
     if not L then fail("break outside a loop") end
     if not L.traced and L.id and not self.hints["L" .. L.id] then

@@ -254,11 +254,14 @@ function R:closure(line, params, body, endline, extra)
   local w = self.w
   w:put("function(" .. table.concat(params, ",") .. ")", line)
   self.fn.closure_depth = self.fn.closure_depth + 1
+  local plain = self.fn.plain
+  self.fn.plain = false
   self:push_scope()
   for _, p in ipairs(params) do self:declare(p) end
   for _, st in ipairs(body) do self:stat(st) end
   if extra then extra() end
   self:pop_scope()
+  self.fn.plain = plain
   self.fn.closure_depth = self.fn.closure_depth - 1
   w:put("end", endline)
 end
@@ -274,7 +277,7 @@ end
 
 function R:new_site(kind, line)
   self.nsites = self.nsites + 1
-  local s = { kind = kind, line = line }
+  local s = { kind = kind, line = line, plain_loop = self.fn.plain or nil }
   self.sites[self.nsites] = s
   return self.nsites, s
 end
@@ -299,6 +302,8 @@ end
 function R:construct_end(line)
   local w = self.w
   w:put(") if __cute_s.n > 0 then", line)
+  -- a break that leaves a Lua loop kept as written (it contains a goto)
+  if self.fn.plain then w:put("if __cute_s[1] == 1 then break end") end
   if self.fn.closure_depth > 0 then
     w:put("return " .. RT .. ":up(__cute_s)")
   else
@@ -383,8 +388,86 @@ function R:assign(st)
   w:put("end;")
 end
 
+-- does a statement contain a goto or a label (not counting nested functions)?
+local goto_memo = setmetatable({}, { __mode = "k" })
+local function has_goto(node)
+  if type(node) ~= "table" or node.k == "Func" then return false end
+  local m = goto_memo[node]
+  if m ~= nil then return m end
+  m = node.k == "Goto" or node.k == "Label"
+  if not m then
+    for key, v in pairs(node) do
+      if type(v) == "table" and key ~= "cond" and key ~= "conds" and key ~= "exprs" and has_goto(v) then
+        m = true
+        break
+      end
+    end
+  end
+  goto_memo[node] = m
+  return m
+end
+
+-- an if / loop containing a goto or a label stays a Lua statement (a goto
+-- cannot leave a closure); its conditions and bounds must be Lua values
+-- (cute.control raises at the line when one is traced)
+function R:plain(st)
+  local w, k = self.w, st.k
+  local function cond(e, what)
+    self:rt_call("lua_cond", e.line); self:expr(e); w:put((", %q)"):format(what))
+  end
+  local function loop_body(body, params)
+    local plain = self.fn.plain
+    self.fn.plain = true
+    self:push_scope()
+    for _, p in ipairs(params or {}) do self:declare(p) end
+    for _, s2 in ipairs(body) do self:stat(s2) end
+    self:pop_scope()
+    self.fn.plain = plain
+  end
+  if k == "If" then
+    for i, c in ipairs(st.conds) do
+      w:put(i == 1 and "if" or "elseif", i == 1 and st.line or st.lines[i])
+      cond(c, "if")
+      w:put("then")
+      self:block(st.blocks[i])
+    end
+    if st.orelse then w:put("else", st.elseline); self:block(st.orelse) end
+    w:put("end", st.endline)
+  elseif k == "While" then
+    w:put("while", st.line); cond(st.cond, "while"); w:put("do")
+    loop_body(st.body)
+    w:put("end", st.endline)
+  elseif k == "Repeat" then
+    w:put("repeat", st.line)
+    local plain = self.fn.plain
+    self.fn.plain = true
+    self:push_scope()
+    for _, s2 in ipairs(st.body) do self:stat(s2) end
+    w:put("until", st.untilline); cond(st.cond, "until")
+    self:pop_scope()
+    self.fn.plain = plain
+  elseif k == "Fornum" then
+    w:put("for " .. st.var .. " =", st.line)
+    self:rt_call("lua_num", st.a.line); self:expr(st.a); w:put(")"); w:put(",")
+    self:rt_call("lua_num", st.b.line); self:expr(st.b); w:put(")")
+    if st.c then w:put(","); self:rt_call("lua_num", st.c.line); self:expr(st.c); w:put(")") end
+    w:put("do")
+    loop_body(st.body, { st.var })
+    w:put("end", st.endline)
+  else -- Forin
+    w:put("for " .. table.concat(st.names, ",") .. " in", st.line)
+    self:rt_call("plain_iter", st.line); self:exprlist(st.exprs); w:put(")")
+    w:put("do")
+    loop_body(st.body, st.names)
+    w:put("end", st.endline)
+  end
+end
+
+local plain_kinds = { If = true, While = true, Repeat = true, Fornum = true, Forin = true }
+
 function R:stat(st)
   local w, k = self.w, st.k
+  if plain_kinds[k] and has_goto(st) then return self:plain(st) end
   if k == "Local" then
     w:put("local", st.line)
     w:put(table.concat(st.names, ","))
@@ -499,10 +582,13 @@ function R:stat(st)
       w:put("end")
     end
   elseif k == "Break" then
+    if self.fn.plain then w:put("break", st.line); return end
     if self.fn.closure_depth == 0 then self:fail(st.line, "'break' outside a loop") end
     w:put("do return 1 end", st.line)
-  elseif k == "Goto" or k == "Label" then
-    self:fail(st.line, "goto and labels are not supported by the kernel front end")
+  elseif k == "Goto" then
+    w:put("goto " .. st.name, st.line)
+  elseif k == "Label" then
+    w:put("::" .. st.name .. "::", st.line)
   else
     self:fail(st.line, "internal: unknown statement " .. tostring(k))
   end
