@@ -11,14 +11,7 @@ local bit = require("bit")
 local K = dofile("spec/support/arith_kernels.lua")
 local R = K.R
 
-local gpu, why = cute.available()
-local function gpu_it(name, fn)
-  if gpu then
-    it(name .. " #gpu", fn)
-  else
-    it(name .. " #gpu", function() pending("needs a GPU: " .. tostring(why)) end)
-  end
-end
+local gpu_it = dofile("spec/support/util.lua").gpu_it
 
 local BLOCK = 256
 

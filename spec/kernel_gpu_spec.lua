@@ -5,15 +5,8 @@ local ffi = require("ffi")
 local _ = cute._
 local f32 = cute.float32
 
-local gpu, why = cute.available()
 
-local function gpu_it(name, fn)
-  if gpu then
-    it(name .. " #gpu", fn)
-  else
-    it(name .. " #gpu", function() pending("needs a GPU: " .. tostring(why)) end)
-  end
-end
+local gpu_it = dofile("spec/support/util.lua").gpu_it
 
 local seed = 12345
 local function rand_floats(n, lo, hi)

@@ -8,15 +8,8 @@ local ffi = require("ffi")
 local bit = require("bit")
 local f32 = cute.float32
 
-local gpu, why = cute.available()
 
-local function gpu_it(name, fn)
-  if gpu then
-    it(name .. " #gpu", fn)
-  else
-    it(name .. " #gpu", function() pending("needs a GPU: " .. tostring(why)) end)
-  end
-end
+local gpu_it = dofile("spec/support/util.lua").gpu_it
 
 local seed = 4242
 local function rand_floats(n)

@@ -8,15 +8,8 @@ local cute = require("cute")
 local ffi = require("ffi")
 local f32, f16, bf16, u8 = cute.float32, cute.float16, cute.bfloat16, cute.uint8
 
-local gpu, why = cute.available()
 
-local function gpu_it(name, fn)
-  if gpu then
-    it(name .. " #gpu", fn)
-  else
-    it(name .. " #gpu", function() pending("needs a GPU: " .. tostring(why)) end)
-  end
-end
+local gpu_it = dofile("spec/support/util.lua").gpu_it
 
 local seed = 4242
 local function rand01()

@@ -13,4 +13,18 @@ end
 -- plain-text search (no patterns); false for nil
 function M.has(s, sub) return s ~= nil and s:find(sub, 1, true) ~= nil end
 
+-- it(name .. " #gpu", fn) when a GPU is there, else a visible pending test
+-- (never a pass) naming why there is none.  busted's it/pending live in the
+-- calling spec file's environment.
+local gpu, why
+function M.gpu_it(name, fn)
+  if gpu == nil then gpu, why = require("cute").available() end
+  local env = getfenv(2)
+  if gpu then
+    env.it(name .. " #gpu", fn)
+  else
+    env.it(name .. " #gpu", function() env.pending("needs a GPU: " .. tostring(why)) end)
+  end
+end
+
 return M
