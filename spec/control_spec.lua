@@ -110,6 +110,17 @@ describe("fallback conditions (operator-level tracer)", function()
     assert.matches("= select i32", ir)
   end)
 
+  it("a Lua break out of a cute.range body is an error at the user's file and line", function()
+    local e = err_of(function(A, n)
+      for i in cute.range(0, n) do
+        A[i] = 0
+        break
+      end
+    end, spec1, cute.Int32(5))
+    assert.matches("^[^ ]*" .. this_file .. ":%d+: ", e)
+    assert.matches("never closed", e)
+  end)
+
   it("a plain Lua `while i < n do` is an error, not a hang", function()
     -- in a child process: a regression would hang, not fail
     local src = [[

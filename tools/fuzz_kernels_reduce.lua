@@ -24,7 +24,7 @@ local function fails(text)
   setfenv(c1, setmetatable({ cute = cute }, { __index = _G }))
   local c2 = load(text)
   setfenv(c2, setmetatable({ cute = { range = FZ.lua_range, range_constexpr = FZ.lua_range } }, { __index = _G }))
-  local ok, k = pcall(function() return cute.kernel(c1()) end)
+  local ok, k = pcall(function() return cute.kernel(c1(), os.getenv("FUZZ_FALLBACK") and { frontend = false } or nil) end)
   if not ok then return nil end
   local iok, ir = pcall(k.ir, k, cute.tensor_spec({ FZ.NOUT }, cute.int32), cute.Int32(0), cute.Int32(0), cute.Int32(0))
   if not iok then return nil end

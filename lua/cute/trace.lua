@@ -486,7 +486,7 @@ local function push_region(kind, line)
   S.nregion = S.nregion + 1
   local id = S.nregion
   S.open[id] = true
-  S.stack[#S.stack + 1] = { id = id, kind = kind, line = line, parent = S.region }
+  S.stack[#S.stack + 1] = { id = id, kind = kind, line = line, file = last_file, parent = S.region }
   S.region = id
   return id
 end
@@ -908,8 +908,9 @@ function M.finish(prev)
   end
   if ok and #cur.stack > 0 then
     local top = cur.stack[#cur.stack]
-    ok, err = false, ("line %s: a %s region was never closed (a `break` or `return` inside a cute.range " ..
-      "body is not supported; use cute.if_then / cute.return_)"):format(tostring(top.line), top.kind)
+    ok, err = false, ("%s:%s: a %s region was never closed (a Lua `break` or `return` inside a cute.range " ..
+      "body leaves it without closing it: let the front end rewrite the kernel, or use cute.if_then / " ..
+      "cute.return_)"):format(tostring(top.file or "?"), tostring(top.line), top.kind)
   end
   S = prev
   last_file, last_line = nil, nil
