@@ -134,7 +134,7 @@ describe("fallback conditions (operator-level tracer)", function()
     ]]
     local path = os.tmpname()
     local f = io.open(path, "w"); f:write(src); f:close()
-    local p = io.popen("timeout 60 build/cuteluajit " .. path .. " 2>&1; echo rc=$?")
+    local p = io.popen("timeout 60 " .. dofile("spec/support/util.lua").self_exe() .. " " .. path .. " 2>&1; echo rc=$?")
     local out = p:read("*a"); p:close()
     os.remove(path)
     assert.matches("false", out)

@@ -5,13 +5,7 @@
 local ffi = require("ffi")
 pcall(ffi.cdef, "int getpid(void);")
 
--- the interpreter running this spec (build/cuteluajit, its ASan twin, dist/bin)
-local function self_exe()
-  local p = io.popen("readlink -f /proc/" .. ffi.C.getpid() .. "/exe")
-  local exe = p:read("*l")
-  p:close()
-  return exe
-end
+local self_exe = dofile("spec/support/util.lua").self_exe
 
 local function write(path, text)
   local f = assert(io.open(path, "w"))

@@ -13,6 +13,17 @@ end
 -- plain-text search (no patterns); false for nil
 function M.has(s, sub) return s ~= nil and s:find(sub, 1, true) ~= nil end
 
+-- the interpreter running the specs (build/cuteluajit, its ASan twin or the
+-- bundle's bin/cuteluajit), for specs that run a child process
+function M.self_exe()
+  local ffi = require("ffi")
+  pcall(ffi.cdef, "int getpid(void);")
+  local p = io.popen("readlink -f /proc/" .. ffi.C.getpid() .. "/exe")
+  local exe = p:read("*l")
+  p:close()
+  return exe
+end
+
 -- it(name .. " #gpu", fn) when a GPU is there, else a visible pending test
 -- (never a pass) naming why there is none.  busted's it/pending live in the
 -- calling spec file's environment.
