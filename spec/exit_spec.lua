@@ -2,8 +2,6 @@
 -- cute.kernel never outlives the process (issue 8, item 10).  Before the fix
 -- about 1 run in 10 of a script that only traces a kernel aborted with
 -- "double free or corruption" / "free(): invalid pointer".
-local ffi = require("ffi")
-pcall(ffi.cdef, "int getpid(void);")
 
 local self_exe = dofile("spec/support/util.lua").self_exe
 
