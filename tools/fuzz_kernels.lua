@@ -82,6 +82,7 @@ local function gen_program()
       return expr(1) .. " " .. op .. " " .. expr(1)
     end
     if chance(0.15) then return pick(blocals) end
+    if chance(0.05) then return "(" .. pick(blocals) .. pick({ " == ", " ~= " }) .. "(" .. cond(0) .. "))" end
     if chance(0.1) then return "not " .. pick(blocals) end
     local k = rnd(os.getenv("FUZZ_NO_TERNARY") and 3 or 4)
     if k == 1 then return "(" .. cond(d - 1) .. " and " .. cond(d - 1) .. ")" end
@@ -112,6 +113,19 @@ local function gen_program()
         stat(d - 1, in_loop)
         table.remove(locals)
         emit(pick(locals) .. " = (" .. pick(locals) .. " + " .. y .. ") % 1009")
+      elseif kk == 5 and chance(0.5) then
+        -- a multiple assignment (a swap, or two values at once)
+        local a, b = pick(locals), pick(locals)
+        if chance(0.5) then emit(a .. ", " .. b .. " = " .. b .. ", " .. a)
+        else emit(a .. ", " .. b .. " = (" .. expr(1) .. ") % 1009, (" .. expr(1) .. ") % 1009") end
+      elseif kk == 6 and d > 0 and chance(0.3) then
+        -- a local shadowing an outer one inside a block
+        local x = pick(locals)
+        emit("do")
+        emit("  local " .. x .. " = (" .. x .. " + 1) % 1009")
+        stat(d - 1, in_loop)
+        emit("  Out[4] = " .. x)
+        emit("end")
       elseif kk == 4 then
         emit("for c" .. rnd(1000) .. " in cute.range_constexpr(" .. rnd(3) .. ") do " .. pick(locals) .. " = (" ..
           expr(1) .. " + 1) % 1009 end")
