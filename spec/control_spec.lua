@@ -143,6 +143,21 @@ describe("fallback conditions (operator-level tracer)", function()
   end)
 end)
 
+describe("front end: a Lua boolean compared with a traced condition (found by the kernel fuzzer)", function()
+  it("b ~= (p > 0) and (p > 0) == true are traced comparisons, not Lua's 'different types'", function()
+    local k = cute.kernel(function(Out, p)
+      local b = false
+      if b ~= (p > 0) then Out[0] = 1 else Out[0] = 2 end
+      if (p > 0) == true then Out[1] = 1 end
+    end)
+    assert.is_true(k.frontend)
+    local ir = k:ir(spec1, cute.Int32(0))
+    assert.equals(2, count(ir, "\n%s*if %%"))
+    assert.matches("store %%%d+, 2:i32", ir)
+    assert.equals(1, count(ir, "= ne i1 0:i1, %%%d+") + count(ir, "= ne i1 %%%d+, 0:i1"))
+  end)
+end)
+
 describe("argument checks of cute.where and cute.logical_and/or (item 11)", function()
   it("cute.where with four values (a function spreading its results) names cute.where and the line", function()
     local e = err_of(function(A, n)

@@ -99,6 +99,12 @@ local function cmpf(op, luaf)
   return function(self, a, b)
     a, b = unvar(a), unvar(b)
     if traced_pair(a, b) then return tr.cmp_value(op, a, b) end
+    -- a traced i1 stands for a Lua boolean: == / ~= against a Lua boolean compare the two
+    -- (Lua's "different types" answer would be a silent constant)
+    if (op == OP.EQ or op == OP.NE) and tr.active() then
+      if type(a) == "boolean" and is_value(b) and b.t == T.I1 then return tr.cmp_value(op, const_i1(a), b) end
+      if type(b) == "boolean" and is_value(a) and a.t == T.I1 then return tr.cmp_value(op, a, const_i1(b)) end
+    end
     local ta, tb = type(a), type(b)
     if ta == tb and (ta == "number" or ta == "string") then return luaf(a, b) end
     local ok, r = pcall(luaf, a, b)
