@@ -44,13 +44,15 @@ end
 local function reader(t, arr)
   if t == "f16" then return function(j) return R.decode_f16(arr[j]) end end
   if t == "bf16" then return function(j) return R.decode_bf16(arr[j]) end end
+  -- (the closures keep arr itself alive: a pointer cast from it does not, and
+  -- the collector freed the array under them in a full-suite run)
   if t == "f32" then
     local u = ffi.cast("uint32_t *", arr)
-    return function(j) return R.f32_of_bits(u[j]) end
+    return function(j) local _ = arr; return R.f32_of_bits(u[j]) end
   end
   if t == "f64" then
     local u = ffi.cast("uint32_t *", arr)
-    return function(j) return R.f64_of_bits(u[2 * j], u[2 * j + 1]) end
+    return function(j) local _ = arr; return R.f64_of_bits(u[2 * j], u[2 * j + 1]) end
   end
   return function(j) return arr[j] end
 end
