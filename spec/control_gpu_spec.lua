@@ -7,15 +7,7 @@ local cute = require("cute")
 local ffi = require("ffi")
 local i32 = cute.int32
 
-local gpu, why = cute.available()
-
-local function gpu_it(name, fn)
-  if gpu then
-    it(name .. " #gpu", fn)
-  else
-    it(name .. " #gpu", function() pending("needs a GPU: " .. tostring(why)) end)
-  end
-end
+local gpu_it = dofile("spec/support/util.lua").gpu_it
 
 local seed = 777
 local function rnd(n)

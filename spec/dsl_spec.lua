@@ -14,14 +14,7 @@ local THIS = "spec/dsl_spec.lua"
 local function spec1(n, dt) return cute.tensor_spec({ n }, dt or f32) end
 
 -- line number of the first line of this file containing `marker`
-local function line_of(marker)
-  local i = 0
-  for l in io.lines(THIS) do
-    i = i + 1
-    if l:find(marker, 1, true) and not l:find("line_of", 1, true) then return i end
-  end
-  error("marker not found: " .. marker)
-end
+local function line_of(marker) return dofile("spec/support/util.lua").line_of(THIS, marker) end
 
 local function trace_error(k, ...)
   local ok, e = pcall(k.ir, k, ...)

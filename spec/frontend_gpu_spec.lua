@@ -5,15 +5,7 @@ local cute = require("cute")
 local ffi = require("ffi")
 local f32, i32 = cute.float32, cute.int32
 
-local gpu, why = cute.available()
-
-local function gpu_it(name, fn)
-  if gpu then
-    it(name .. " #gpu", fn)
-  else
-    it(name .. " #gpu", function() pending("needs a GPU: " .. tostring(why)) end)
-  end
-end
+local gpu_it = dofile("spec/support/util.lua").gpu_it
 
 local seed = 4242
 local function rnd()

@@ -8,14 +8,7 @@ local f32, i32 = cute.float32, cute.int32
 
 local THIS = debug.getinfo(1, "S").short_src
 
-local function line_of(marker)
-  local i = 0
-  for l in io.lines(THIS) do
-    i = i + 1
-    if l:find(marker, 1, true) and not l:find("line_of", 1, true) then return i end
-  end
-  error("marker not found: " .. marker)
-end
+local function line_of(marker) return dofile("spec/support/util.lua").line_of(THIS, marker) end
 
 local function spec1(n, dt) return cute.tensor_spec({ n }, dt or f32) end
 local function has(s, pat) return s:find(pat, 1, true) ~= nil end

@@ -13,14 +13,7 @@ local f32 = cute.float32
 local THIS = "spec/specialise_spec.lua"
 
 -- line number of the first line of this file containing `marker`
-local function line_of(marker)
-  local i = 0
-  for l in io.lines(THIS) do
-    i = i + 1
-    if l:find(marker, 1, true) and not l:find("line_of", 1, true) then return i end
-  end
-  error("marker not found: " .. marker)
-end
+local function line_of(marker) return dofile("spec/support/util.lua").line_of(THIS, marker) end
 
 local function has(s, sub) return s ~= nil and s:find(sub, 1, true) ~= nil end
 local function count(s, sub)

@@ -13,6 +13,17 @@ end
 -- plain-text search (no patterns); false for nil
 function M.has(s, sub) return s ~= nil and s:find(sub, 1, true) ~= nil end
 
+-- line number of the first line of file containing marker (not counting the
+-- lines that call line_of itself)
+function M.line_of(file, marker)
+  local i = 0
+  for l in io.lines(file) do
+    i = i + 1
+    if l:find(marker, 1, true) and not l:find("line_of", 1, true) then return i end
+  end
+  error("marker not found: " .. marker)
+end
+
 -- the interpreter running the specs (build/cuteluajit, its ASan twin or the
 -- bundle's bin/cuteluajit), for specs that run a child process
 function M.self_exe()
