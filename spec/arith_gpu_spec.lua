@@ -57,29 +57,7 @@ local function reader(t, arr)
   return function(j) return arr[j] end
 end
 
--- mismatch collector: all cases are compared, the first few per operator shown
-local function checker(what)
-  local bad, nbad, n = {}, {}, 0
-  local self = {}
-  function self.check(op, got, want, detail)
-    n = n + 1
-    if not R.same(got, want) then
-      nbad[op] = (nbad[op] or 0) + 1
-      if nbad[op] <= 4 then bad[#bad + 1] = ("%s %s: got %s, want %s"):format(op, detail(), R.show(got), R.show(want)) end
-    end
-  end
-  function self.done()
-    assert.is_true(n > 0)
-    if #bad > 0 then
-      local ops = {}
-      for op, c in pairs(nbad) do ops[#ops + 1] = op .. "=" .. c end
-      table.sort(ops)
-      error(("%s: %s mismatches of %d cases\n  %s"):format(what, table.concat(ops, " "), n,
-        table.concat(bad, "\n  ")), 0)
-    end
-  end
-  return self
-end
+local checker = R.checker
 
 local function show_pair(a, b)
   local function s(x) return type(x) == "number" and ("%.17g"):format(x) or tostring(x) end

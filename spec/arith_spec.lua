@@ -249,32 +249,7 @@ local BIN = {
 }
 local UN = { neg = function(a) return -a end, bnot = cute.bnot }
 
--- collect mismatches; fail with a compact summary (first few per operator)
-local function checker(what)
-  local bad, nbad, n = {}, {}, 0
-  local self = {}
-  function self.check(op, got, want, detail)
-    n = n + 1
-    if not R.same(got, want) then
-      nbad[op] = (nbad[op] or 0) + 1
-      if nbad[op] <= 3 then
-        bad[#bad + 1] = ("%s %s: got %s, want %s"):format(op, detail(), R.show(got), R.show(want))
-      end
-    end
-  end
-  function self.done()
-    assert.is_true(n > 0)
-    if #bad > 0 then
-      local ops = {}
-      for op, c in pairs(nbad) do ops[#ops + 1] = op .. "=" .. c end
-      table.sort(ops)
-      error(("%s: %s mismatches of %d cases\n  %s"):format(what, table.concat(ops, " "), n,
-        table.concat(bad, "\n  ")), 0)
-    end
-    return n
-  end
-  return self
-end
+local checker = R.checker
 
 -- run fn(...) while a kernel is traced (constants need a trace)
 local function in_trace(fn)

@@ -17,16 +17,16 @@ local C = cf.C
 
 local M = {}
 
-local T_I1, T_I8, T_I16, T_I32, T_I64 = 2, 3, 4, 5, 6
-local T_U8, T_U16, T_U32, T_U64 = 7, 8, 9, 10
-local T_F16, T_BF16, T_F32, T_F64 = 11, 12, 13, 14
-M.T = { I1 = T_I1, I8 = T_I8, I16 = T_I16, I32 = T_I32, I64 = T_I64, U8 = T_U8, U16 = T_U16,
-  U32 = T_U32, U64 = T_U64, F16 = T_F16, BF16 = T_BF16, F32 = T_F32, F64 = T_F64 }
-
--- scalar type properties (the arithmetic rules live in cute.arith)
+-- scalar type codes and properties: one table, in cute.arith (which holds the
+-- arithmetic rules)
 local arith = require("cute.arith")
+M.T = arith.T
 local tinfo = arith.tinfo
 M.tinfo = tinfo
+local T = arith.T
+local T_I1, T_I8, T_I16, T_I32, T_I64 = T.I1, T.I8, T.I16, T.I32, T.I64
+local T_U8, T_U16, T_U32, T_U64 = T.U8, T.U16, T.U32, T.U64
+local T_F16, T_BF16, T_F32, T_F64 = T.F16, T.BF16, T.F32, T.F64
 
 -- dtype name (runtime dtypes) -> IR scalar type
 M.dtype_ir = {

@@ -442,4 +442,32 @@ function R.pairs(t, nrand, s)
   return A, B
 end
 
+-- A mismatch collector for the differential specs: every case is compared,
+-- and done() fails with the count per operator and the first few cases of each.
+function R.checker(what)
+  local bad, nbad, n = {}, {}, 0
+  local self = {}
+  function self.check(op, got, want, detail)
+    n = n + 1
+    if not R.same(got, want) then
+      nbad[op] = (nbad[op] or 0) + 1
+      if nbad[op] <= 4 then
+        bad[#bad + 1] = ("%s %s: got %s, want %s"):format(op, detail(), R.show(got), R.show(want))
+      end
+    end
+  end
+  function self.done()
+    if n == 0 then error(what .. ": no case was compared", 0) end
+    if #bad > 0 then
+      local ops = {}
+      for op, c in pairs(nbad) do ops[#ops + 1] = op .. "=" .. c end
+      table.sort(ops)
+      error(("%s: %s mismatches of %d cases\n  %s"):format(what, table.concat(ops, " "), n,
+        table.concat(bad, "\n  ")), 0)
+    end
+    return n
+  end
+  return self
+end
+
 return R
