@@ -93,6 +93,15 @@ local function gen_program()
   end
 
   local block
+  -- the body of a numeric loop over variable v, then its `end`
+  local function loop_body(v, d)
+    loopvars[#loopvars + 1] = v
+    depth_loops = depth_loops + 1
+    block(d - 1, true)
+    depth_loops = depth_loops - 1
+    loopvars[#loopvars] = nil
+    emit("end")
+  end
   local stat
   stat = function(d, in_loop)
     local k = rnd(in_loop and 11 or 9)
@@ -167,12 +176,7 @@ local function gen_program()
         bigvars[v] = true
       end
       emit("for " .. v .. " = " .. a .. ", " .. b .. step .. " do")
-      loopvars[#loopvars + 1] = v
-      depth_loops = depth_loops + 1
-      block(d - 1, true)
-      depth_loops = depth_loops - 1
-      loopvars[#loopvars] = nil
-      emit("end")
+      loop_body(v, d)
     elseif k == 7 and depth_loops < 2 then
       -- cute.range: Python's range
       local v = "j" .. (#loopvars + 1)
@@ -185,12 +189,7 @@ local function gen_program()
         bigvars[v] = true
       end
       emit("for " .. v .. " in cute.range(" .. a .. ", " .. b .. step .. ") do")
-      loopvars[#loopvars + 1] = v
-      depth_loops = depth_loops + 1
-      block(d - 1, true)
-      depth_loops = depth_loops - 1
-      loopvars[#loopvars] = nil
-      emit("end")
+      loop_body(v, d)
     elseif k == 8 and depth_loops < 2 then
       -- while with a guaranteed end: a counter in the condition
       local w = "w" .. rnd(1000)
