@@ -1,7 +1,8 @@
-/* codegen.h -- internal: the LLVM code generator's state and the op-lowering
- * helpers shared by codegen_llvm.c (structure, functions, compile driver) and
- * codegen_ops.c (conversions, math, memory, atomics, shuffles, special
- * registers).  Only these two files include llvm-c headers. */
+/* codegen.h -- internal: the LLVM code generator's state and the helpers
+ * shared by codegen_llvm.c (module, types, compile driver), codegen_body.c
+ * (function bodies, structured regions, line info) and codegen_ops.c
+ * (conversions, math, memory, atomics, shuffles, special registers).  Only
+ * these three files include llvm-c headers. */
 #ifndef CUTE_CODEGEN_H
 #define CUTE_CODEGEN_H
 
@@ -70,6 +71,11 @@ LLVMValueRef cg_intr(cg *g, const ir_inst *in, const char *name, LLVMTypeRef *ty
                          LLVMValueRef *args, int nargs);
 LLVMValueRef cg_iasm(cg *g, LLVMTypeRef ret, const char *tmpl, const char *cons, LLVMValueRef *args,
                          int nargs, int side);
+
+/* function bodies and line info (codegen_body.c) */
+int cg_gen_body(cg *g);
+LLVMMetadataRef cg_di_file(cg *g, const char *path);
+void cg_begin_debug_func(cg *g);
 
 /* op lowering (codegen_ops.c) */
 LLVMValueRef cg_cvt(cg *g, const ir_inst *in, int32_t to, int32_t from, LLVMValueRef v, int rnd);
