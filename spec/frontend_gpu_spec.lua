@@ -78,6 +78,66 @@ describe("front end on the GPU", function()
     end
   end)
 
+  gpu_it("break and goto continue under GPU conditions in cute.range, numeric for and while loops", function()
+    local rows, cols = 64, 100
+    local k = cute.kernel(function(A, S, P, W, cols)
+      local r = cute.arch.block_idx() * cute.arch.block_dim() + cute.arch.thread_idx()
+      -- sum of the non-negative entries of the row up to the first entry > 6
+      local s = 0
+      for j in cute.range(cols) do
+        local a = A[r * cols + j]
+        if a > 6 then break end
+        if a < 0 then goto continue end
+        s = s + a
+        ::continue::
+      end
+      S[r] = s
+      -- product of (entries != 0), the odd columns skipped, over a numeric for
+      local p = 1
+      for j = 0, cols - 1 do
+        if j % 2 == 1 then goto continue end
+        if A[r * cols + j] == 0 then goto continue end
+        p = p * (A[r * cols + j] > 0 and 2 or 1)
+        if p > 1000000 then break end
+        ::continue::
+      end
+      P[r] = p
+      -- count of entries > 2 in a while loop that skips with continue
+      local c, j = 0, 0
+      while j < cols do
+        j = j + 1
+        if A[r * cols + j - 1] <= 2 then goto continue end
+        c = c + 1
+        ::continue::
+      end
+      W[r] = c
+    end)
+    local ha = rand_floats(rows * cols)
+    local A = cute.from_host(ha, f32, { rows * cols })
+    local S, P, W = cute.empty({ rows }, f32), cute.empty({ rows }, i32), cute.empty({ rows }, i32)
+    k:launch{ grid = 2, block = 32 }(A, S, P, W, cute.Int32(cols))
+    local hs, hp, hw = S:to_host(), P:to_host(), W:to_host()
+    for r = 0, rows - 1 do
+      local s, p, c = 0, 1, 0
+      for j = 0, cols - 1 do
+        local a = ha[r * cols + j]
+        if a > 6 then break end
+        if a >= 0 then s = s + a end
+      end
+      for j = 0, cols - 1, 2 do
+        local a = ha[r * cols + j]
+        if a ~= 0 then
+          p = p * (a > 0 and 2 or 1)
+          if p > 1000000 then break end
+        end
+      end
+      for j = 0, cols - 1 do if ha[r * cols + j] > 2 then c = c + 1 end end
+      assert.equal(s, hs[r], "sum, row " .. r)
+      assert.equal(p, hp[r], "product, row " .. r)
+      assert.equal(c, hw[r], "count, row " .. r)
+    end
+  end)
+
   gpu_it("numeric for and cute.range with traced negative steps count down", function()
     local k = cute.kernel(function(O, hi, lo, st)
       local t = cute.arch.thread_idx()

@@ -374,11 +374,13 @@ describe("front end: loops", function()
     end)
     assert.is_true(k.frontend)
     assert.equal(4, count(k:ir(spec1(8), cute.Int32(3)), "\n%s*if %%"))
+    -- a goto to a label that is not the end of the loop body stays a Lua goto
     local k2 = cute.kernel(function(A, n)
       for i = 0, 7 do
-        if A[i] > 0 then goto continue end -- MARK-gototraced
+        if A[i] > 0 then goto skip end -- MARK-gototraced
         A[i] = 1.0
-        ::continue::
+        ::skip::
+        A[i] = 2.0
       end
     end)
     local e = trace_error(k2, spec1(8), cute.Int32(3))
@@ -387,12 +389,91 @@ describe("front end: loops", function()
     local k3 = cute.kernel(function(A, n)
       for i = 0, 7 do
         if A[i] > 0 then break end -- MARK-gotobreak
-        if i == 5 then goto continue end
+        if i == 5 then goto skip end
         A[i] = 1.0
-        ::continue::
+        ::skip::
+        A[i] = 3.0
       end
     end)
     at(trace_error(k3, spec1(8), cute.Int32(3)), "MARK-gotobreak")
+  end)
+
+  it("`goto continue` to a label ending a cute.range body is the IR continue, after storing the carried locals", function()
+    local k = cute.kernel(function(A, n)
+      local s = 0
+      for i in cute.range(n) do
+        if A[i] < 0 then goto continue end
+        s = s + A[i]
+        ::continue::
+      end
+      A[0] = s
+    end)
+    local ir = k:ir(spec1(64), cute.Int32(64))
+    assert.equal(1, count(ir, "\n%s*continue\n"), ir)
+    assert.is_truthy(ir:find("vset %%%d+, %%%d+\n%s*continue"), ir)
+    assert.equal(1, count(ir, "= for i32 "), ir)
+  end)
+
+  it("`goto continue` in a numeric for with traced bounds steps the index before the IR continue", function()
+    local k = cute.kernel(function(A, n)
+      for i = 0, n - 1 do
+        if A[i] < 0 then goto continue end
+        A[i] = A[i] * 2
+        ::continue::
+      end
+    end)
+    local ir = k:ir(spec1(64), cute.Int32(64))
+    assert.equal(1, count(ir, "\n%s*continue\n"), ir)
+    -- the step (index and in-range flag) is written twice: before the continue and at the end of the body
+    assert.equal(2, count(ir, "= add i64 "), ir)
+    assert.is_truthy(ir:find("vset %%%d+, %%%d+\n%s*vset %%%d+, %%%d+\n%s*continue"), ir)
+  end)
+
+  it("`goto continue` under a traced condition makes a Lua-number loop an IR loop; while loops too", function()
+    local k = cute.kernel(function(A, n)
+      for i = 0, 7 do
+        if A[i] > 0 then goto continue end
+        A[i] = 1.0
+        ::continue::
+      end
+      local j = cute.arch.thread_idx()
+      while j < n do
+        j = j + 32
+        if A[j - 32] == 0 then goto continue end
+        A[j - 32] = 5.0
+        ::continue::
+      end
+    end)
+    local ir = k:ir(spec1(64), cute.Int32(64))
+    assert.equal(2, count(ir, "while {"), ir)
+    assert.equal(2, count(ir, "\n%s*continue\n"), ir)
+  end)
+
+  it("break and goto continue together in one cute.range body", function()
+    local k = cute.kernel(function(A, n)
+      for i in cute.range(n) do
+        if A[i] < 0 then break end
+        if A[i] == 0 then goto continue end
+        A[i] = 1.0 / A[i]
+        ::continue::
+      end
+    end)
+    local ir = k:ir(spec1(64), cute.Int32(64))
+    assert.equal(1, count(ir, "\n%s*continue\n"), ir)
+    assert.equal(1, count(ir, "\n%s*break\n"), ir)
+  end)
+
+  it("a traced `goto continue` inside a loop over a Lua iterator is an error at its line", function()
+    local k = cute.kernel(function(A)
+      for _, j in ipairs({ 0, 1, 2 }) do
+        if A[j] > 0 then goto continue end -- MARK-contunrolled
+        A[j] = 1.0
+        ::continue::
+      end
+    end)
+    local e = trace_error(k, spec1(4))
+    at(e, "MARK-contunrolled")
+    assert.is_truthy(has(e, "goto continue"), e)
   end)
 
   it("cute.if_then, cute.while_ and cute.return_ check their arguments at the user's line", function()
@@ -515,6 +596,38 @@ describe("front end: Lua values behave exactly as in Lua", function()
     end
     local g = assert(fe.rewrite(f))
     for _, args in ipairs({ { 7, 3, 5 }, { 7, 3, 50 }, { 0 }, { 9, 9, 1, 2 } }) do
+      assert.equal(f(unpack(args)), g(unpack(args)))
+    end
+  end)
+
+  it("goto continue on Lua values: the rewritten loops give Lua's results (nested loops, a shadowing label)", function()
+    local function f(n, m)
+      local out = {}
+      for i = 1, n do
+        if i % 3 == 0 then goto continue end
+        local j = 0
+        while j < m do
+          j = j + 1
+          if j == 2 then goto continue end
+          for k = 1, 2 do
+            if k == j then goto continue end
+            out[#out + 1] = i .. ":" .. j .. ":" .. k
+            ::continue::
+          end
+          if j > 3 then break end
+          ::continue::
+        end
+        for _, v in ipairs({ i, i + 1 }) do
+          if v % 2 == 0 then goto continue end
+          out[#out + 1] = "v" .. v
+          ::continue::
+        end
+        ::continue::
+      end
+      return table.concat(out, ",")
+    end
+    local g = assert(fe.rewrite(f))
+    for _, args in ipairs({ { 7, 5 }, { 4, 1 }, { 0, 3 }, { 9, 9 } }) do
       assert.equal(f(unpack(args)), g(unpack(args)))
     end
   end)

@@ -14,7 +14,8 @@
 --     f32 by its value; tables and other Lua values must not change.
 -- Bodies are closures returning a status: nothing / 0 (fell through; repeat
 -- adds its `until` value), 1 (break), 2 (return from the kernel, + values),
--- 3 (return from a function defined in the kernel, + values).
+-- 3 (return from a function defined in the kernel, + values), 4 (`goto
+-- continue` to the label ending a loop body: cute.frontend's mark_continue).
 local ffi = require("ffi")
 local cf = require("cute.ffi")
 local tr = require("cute.trace")
@@ -558,16 +559,41 @@ function RT:traced_status(r, site)
     chk(C.cute_ir_ret(st.ir, 0))
     return true
   end
+  if s == 4 then return self:traced_continue(site) end
   fail(("return inside the traced %s at line %d of a function defined in the kernel: the GPU cannot leave " ..
     "it there; assign the result to a local and return it at the end"):format(site.kind, site.line))
 end
 
+-- `goto continue` (status 4) under the traced construct site: store the
+-- carried locals, step a numeric for's index, then the IR continue
+function RT:traced_continue(site)
+  local L = self.loops[#self.loops]
+  if not L then fail("goto continue outside a loop") end
+  if not L.traced and L.id and not self.hints["L" .. L.id] then
+    self.hints["L" .. L.id] = true -- a GPU condition decides: trace the loop again as an IR loop
+    error(M.RETRY, 0)
+  end
+  if not L.traced then
+    fail(("goto continue inside the traced %s at line %d, in a loop unrolled at trace time (line %d: a loop " ..
+      "over a Lua iterator): it cannot skip on a condition known only on the GPU; loop with cute.range or " ..
+      "traced bounds"):format(site.kind, site.line, L.line or 0))
+  end
+  L.store()
+  if L.advance then L.advance() end
+  tr.setloc()
+  chk(C.cute_ir_op(S().ir, C.CUTE_IR_CONTINUE, 0, 0, nil, 0, 0))
+  return true
+end
+
 -- run a traced body; on fall-through store the slots.  Returns fell, r.
+-- loop: true for a loop body, or a function that steps the loop (a numeric
+-- for's index) before a continue
 function RT:run_body(slots, G, site, loop, f, ...)
   local st = S()
   local depth = #st.stack
   if loop then
-    self.loops[#self.loops + 1] = { traced = true, line = site.line, store = function() self:store(slots, G) end }
+    self.loops[#self.loops + 1] = { traced = true, line = site.line, store = function() self:store(slots, G) end,
+      advance = type(loop) == "function" and loop or nil }
   end
   local r = pk(f(...))
   tr.pending_check()
@@ -587,6 +613,7 @@ function RT:lua_iter(site, f, id, ...)
   local s = r[1]
   if r.n == 0 or s == nil or s == 0 then return "next", r end
   if s == 1 then return "break" end
+  if s == 4 then return "next", r end -- goto continue
   return "return", r
 end
 
@@ -794,10 +821,9 @@ RT.fornum = with_cstack(function(self, id, a, b, c, bodyf, G, Sx)
   chk(C.cute_ir_do(st.ir, g.ref))
   local x = tr.mk(C.cute_ir_vget(st.ir, ivar), it)
   self:reload(slots, Sx)
-  local fell = self:run_body(slots, G, site, true, bodyf, x)
-  if fell then
-    -- the next value and whether it is still in range, without overflow:
-    -- i32 loops step in 64 bits; i64 loops compare x against hi - step
+  -- the next value and whether it is still in range, without overflow:
+  -- i32 loops step in 64 bits; i64 loops compare x against hi - step
+  local function advance()
     local cont, nx
     if it == T.I32 then
       local x64, s64, h64 = tr.cvt(x, T.I64), tr.cvt(step, T.I64), tr.cvt(hi, T.I64)
@@ -815,6 +841,7 @@ RT.fornum = with_cstack(function(self, id, a, b, c, bodyf, G, Sx)
     chk(C.cute_ir_vset(st.ir, ivar, nx.ref))
     chk(C.cute_ir_vset(st.ir, gvar, cont.ref))
   end
+  if self:run_body(slots, G, site, advance, bodyf, x) then advance() end
   tr.pop_region("while")
   tr.setloc()
   chk(C.cute_ir_end(st.ir))

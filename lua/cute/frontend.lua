@@ -388,13 +388,68 @@ function R:assign(st)
   w:put("end;")
 end
 
--- does a statement contain a goto or a label (not counting nested functions)?
+-- `goto L` ... `::L::` as the last statement of a for / while body is Lua's
+-- spelling of continue: those gotos become status 4 (the IR continue when the
+-- loop is traced) and the label goes, unless a goto to L sits inside a nested
+-- loop (or repeat) that does not end with its own ::L:: (it would leave that
+-- loop), or the body holds any other goto or label (the loop stays a Lua
+-- statement, R:plain); then the gotos stay Lua gotos.
+local cont_loops = { While = true, Fornum = true, Forin = true }
+local function mark_continue(loop)
+  if loop.cont_checked then return end
+  loop.cont_checked = true
+  local body = loop.body
+  local last = body[#body]
+  if not (last and last.k == "Label") then return end
+  local name, gotos, ok = last.name, {}, true
+  local function walk(node, nested)
+    if type(node) ~= "table" or node.k == "Func" or not ok then return end
+    if node.k == "Goto" and node.name == name then
+      if nested then ok = false else gotos[#gotos + 1] = node end
+      return
+    end
+    if node.k == "Label" and node ~= last and node.name == name then ok = false; return end
+    local inner = node ~= loop and (cont_loops[node.k] or node.k == "Repeat")
+    if inner and cont_loops[node.k] then
+      mark_continue(node)
+      if node.cont_label == name then return end -- its own continue
+    end
+    for key, v in pairs(node) do
+      if type(v) == "table" and key ~= "cond" and key ~= "conds" and key ~= "exprs" then
+        walk(v, nested or inner)
+      end
+    end
+  end
+  walk(body, false)
+  if not ok then return end
+  -- any other goto or label keeps the loop a Lua statement: then these stay Lua gotos too
+  local mine = {}
+  for _, g in ipairs(gotos) do mine[g] = true end
+  local function other(node)
+    if type(node) ~= "table" or node.k == "Func" then return false end
+    if (node.k == "Goto" or node.k == "Label") and not node.cont and not mine[node] and node ~= last then
+      return true
+    end
+    for key, v in pairs(node) do
+      if type(v) == "table" and key ~= "cond" and key ~= "conds" and key ~= "exprs" and other(v) then return true end
+    end
+    return false
+  end
+  if other(body) then return end
+  for _, g in ipairs(gotos) do g.cont = true end
+  last.cont = true
+  loop.cont_label = name
+end
+
+-- does a statement contain a goto or a label (not counting nested functions
+-- and the gotos / labels of a continue)?
 local goto_memo = setmetatable({}, { __mode = "k" })
 local function has_goto(node)
   if type(node) ~= "table" or node.k == "Func" then return false end
   local m = goto_memo[node]
   if m ~= nil then return m end
-  m = node.k == "Goto" or node.k == "Label"
+  if cont_loops[node.k] then mark_continue(node) end
+  m = (node.k == "Goto" or node.k == "Label") and not node.cont
   if not m then
     for key, v in pairs(node) do
       if type(v) == "table" and key ~= "cond" and key ~= "conds" and key ~= "exprs" and has_goto(v) then
@@ -586,8 +641,11 @@ function R:stat(st)
     if self.fn.closure_depth == 0 then self:fail(st.line, "'break' outside a loop") end
     w:put("do return 1 end", st.line)
   elseif k == "Goto" then
+    -- a continue (mark_continue) inside a rewritten loop: its body returns status 4
+    if st.cont and not self.fn.plain then w:put("do return 4 end", st.line); return end
     w:put("goto " .. st.name, st.line)
   elseif k == "Label" then
+    if st.cont and not self.fn.plain then return end
     w:put("::" .. st.name .. "::", st.line)
   else
     self:fail(st.line, "internal: unknown statement " .. tostring(k))
