@@ -86,6 +86,18 @@ describe("tracing to IR", function()
     local ir = k:ir(cute.tensor_spec({ 128, 8 }, f32))
     assert.are.equal(4, select(2, ir:gsub("store ", "")), ir) -- (32*8)/64 elements per thread
   end)
+
+  it("cute.dice on a kernel tensor keeps the modes paired with an integer (same data, no offset)", function()
+    local seen
+    local k = cute.kernel(function(A)
+      local D = cute.dice(A, { 0, _ }) -- (8,16):(16,1) -> (8):(16)
+      seen = tostring(D)
+      D[3] = 1.0
+    end)
+    local ir = k:ir(cute.tensor_spec({ 8, 16 }, f32))
+    assert.are.equal("tensor<f32, global, (8):(16)>", seen)
+    assert.is_truthy(ir:find("gep ptr.global.f32 %%1, 48:i%d+"), ir)
+  end)
 end)
 
 describe("code generation", function()

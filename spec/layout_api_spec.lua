@@ -136,3 +136,43 @@ describe("the extras CuTe users reach for next", function()
     eq("(4,2):(2,32)", part)
   end)
 end)
+
+describe("cute.dice (CuTe DSL's dice(src, dicer): keep the modes paired with an integer)", function()
+  local P = cute.parse
+  local _ = cute._
+  it("on tuples: the modes paired with an integer, nested modes flattened into the result (as CuTe)", function()
+    assert.are.same({ 8 }, cute.dice({ 4, 8, 16 }, { _, 3, _ }))
+    assert.are.same({ 4, 16 }, cute.dice({ 4, 8, 16 }, { 0, _, 2 }))
+    assert.are.same({ 4, 3 }, cute.dice({ 4, { 2, 3 }, 5 }, { 1, { _, 2 }, _ }))
+    assert.are.same({ 4, { 2, 3 } }, cute.dice({ 4, { 2, 3 }, 5 }, { 1, 0, _ }))
+    assert.are.same({}, cute.dice({ 4, 8 }, { _, _ }))
+    assert.are.equal(7, cute.dice(7, 2))           -- dice(int, b) == b
+    assert.are.same({ 4, 8 }, cute.dice({ 4, 8 }, 0))
+    assert.are.same({}, cute.dice(7, _))
+  end)
+  it("is the complement of slice: slice keeps the '_' modes, dice the others", function()
+    local shape, crd = { 4, { 2, 3 }, 5 }, { _, { 1, _ }, 2 }
+    assert.are.same({ 4, 3 }, cute.slice(crd, shape))
+    assert.are.same({ 2, 5 }, cute.dice(shape, crd))
+  end)
+  it("on layouts: dice of the shape and of the stride", function()
+    assert.are.equal("(32,8):(1,512)", cute.tostring(cute.dice(P("(32,16,8):(1,32,512)"), { 1, _, 1 })))
+    assert.are.equal("(2,8):(4,16)", cute.tostring(cute.dice(P("((4,2),8):((1,4),16)"), { { _, 0 }, 3 })))
+    assert.are.equal("(4,2):(2,1)", cute.tostring(cute.dice(P("(4,2):(2,1)"), 5)))
+    assert.are.equal("(16):(32)", cute.tostring(cute.dice(P("(32,16,8):(1,32,512)"), { _, 0, _ })))
+  end)
+  it("a dicer that does not match the profile is an error naming both, at the user's line", function()
+    local util = dofile("spec/support/util.lua")
+    local ok, e = pcall(cute.dice, { 4, 8, 16 }, { 1, _ }) -- MARK-dice-rank
+    assert.is_false(ok)
+    assert.is_truthy(util.has(e, "cute.dice"), e)
+    assert.is_truthy(util.has(e, "(1,_)") and util.has(e, "(4,8,16)"), e)
+    local ok2, e2 = pcall(function()
+      local r = cute.dice(P("(4,8):(1,4)"), { 1, "x" }) -- MARK-dice-bad
+      return r
+    end)
+    assert.is_false(ok2)
+    assert.is_truthy(util.has(e2, "spec/layout_api_spec.lua:" .. util.line_of("spec/layout_api_spec.lua", "MARK-dice-bad") .. ":"), e2)
+    assert.is_truthy(util.has(e2, "x"), e2)
+  end)
+end)

@@ -83,6 +83,7 @@ dual("zipped_divide", tensor.zipped_divide)
 dual("logical_divide", tensor.logical_divide)
 dual("tiled_divide", tensor.tiled_divide)
 dual("flat_divide", tensor.flat_divide)
+dual("dice", tensor.dice)
 dual("size", tensor.size_of) -- i64 when a tensor's size can exceed 2^31 - 1
 
 cute.version = ffi.string(cf.C.cute_version())

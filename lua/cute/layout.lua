@@ -317,6 +317,69 @@ function M.slice_and_offset(crd, L)
   return result(r), tonumber(out2.node[0].a)
 end
 
+---------------------------------------------------------------------------
+-- dice: CuTe's complement of slice
+---------------------------------------------------------------------------
+-- A tree (shape, stride or coordinate; leaves may be traced values) as text.
+local function tree_str(x, leaf)
+  if rawequal(x, underscore) then return "_" end
+  if type(x) == "table" then
+    local p = {}
+    for k = 1, #x do p[k] = tree_str(x[k], leaf) end
+    return "(" .. table.concat(p, ",") .. ")"
+  end
+  return leaf and leaf(x) or tostring(x)
+end
+
+-- cute.dice on trees: the leaves / sub-trees of src paired with an integer
+-- (anything but cute._) in dicer, concatenated into one tuple as CuTe's
+-- filter_tuple does; a dicer that is an integer keeps src whole, cute._ gives ().
+-- leaf: optional text of a leaf for messages (traced values).
+function M.dice_tree(src, dicer, what, leaf)
+  local function bad()
+    fail(("%s: dicer %s does not match the profile of %s"):format(what, tree_str(dicer, leaf), tree_str(src, leaf)))
+  end
+  local function is_int(d)
+    local t = type(d)
+    if t == "number" then return d % 1 == 0 end
+    return t == "cdata"
+  end
+  local function lift(d, x, out)
+    if rawequal(d, underscore) then return end
+    if type(d) == "table" then
+      if type(x) ~= "table" or #x ~= #d then bad() end
+      for k = 1, #d do lift(d[k], x[k], out) end
+      return
+    end
+    if not is_int(d) then
+      fail(("%s: dicer %s holds %s; its leaves must be integers or cute._"):format(what, tree_str(dicer, leaf),
+        type(d) == "string" and ("%q"):format(d) or tostring(d)))
+    end
+    out[#out + 1] = x
+  end
+  if rawequal(dicer, underscore) then return {} end
+  if type(dicer) ~= "table" then
+    lift(dicer, src, {})
+    return src
+  end
+  if type(src) ~= "table" or #src ~= #dicer then bad() end
+  local out = {}
+  for k = 1, #dicer do lift(dicer[k], src[k], out) end
+  return out
+end
+
+-- cute.dice(src, dicer): CuTe DSL's dice on an IntTuple or a Layout (kernel
+-- tensors: cute.tensor.dice through the cute.dice dispatch)
+function M.dice(src, dicer)
+  if is_layout(src) then
+    local sh, st = tree_of(src, 0, "a"), tree_of(src, 0, "b")
+    local dsh = M.dice_tree(sh, dicer, "cute.dice")
+    return M.make_layout(dsh, M.dice_tree(st, dicer, "cute.dice"))
+  end
+  if is_value(src) then fail("cute.dice: expected an IntTuple or a layout, got " .. describe(src)) end
+  return M.dice_tree(src, dicer, "cute.dice")
+end
+
 -- CuTe DSL spellings
 M.is_congruent, M.is_compatible, M.is_weakly_congruent = M.congruent, M.compatible, M.weakly_congruent
 M.group_modes = M.group

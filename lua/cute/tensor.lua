@@ -462,6 +462,15 @@ function M.flat_divide(T, tiler)
   return M.make(T.ptr, T.off, { shape = s, stride = d }, T.elem, T.space, T.align, T.idx)
 end
 
+-- cute.dice(T, dicer): the tensor over the modes paired with an integer in
+-- dicer (same data, no offset: CuTe's dice of the layout)
+function M.dice(T, dicer)
+  local L = T.layout
+  local s = lay.dice_tree(L.shape, dicer, "cute.dice", M.describe)
+  local d = lay.dice_tree(L.stride, dicer, "cute.dice", M.describe)
+  return M.make(T.ptr, T.off, { shape = s, stride = d }, T.elem, T.space, T.align, T.idx)
+end
+
 -- local_tile(T, tiler, coord): the tile at coord (coord may hold cute._ to keep
 -- the whole range of tiles along a mode): result (tile modes..., kept rest modes).
 function M.local_tile(T, tiler, coord)
