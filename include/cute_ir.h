@@ -216,6 +216,13 @@ const char *cute_ir_imm_key(int op, int slot);
 /* Value of a named immediate ("nc", "bfly", "tid.x", "full"...) of slot 0/1 of op;
    0 and *out on success, -1 if the name is unknown there. */
 int cute_ir_imm_lookup(int op, int slot, const char *name, int64_t *out);
+/* The scalar type table (src/irdef.h), for the Lua dtype table: for a scalar type ref t
+   (CUTE_T_VOID..CUTE_T_F64) its name ("f32"), bits and class CUTE_TC_* into the non-NULL
+   out-pointers and 0; -1 if t is not a scalar type. */
+enum { CUTE_TC_NONE = 0, CUTE_TC_SINT = 1, CUTE_TC_UINT = 2, CUTE_TC_FLOAT = 3, CUTE_TC_BOOL = 4 };
+int cute_ir_scalar_info(int32_t t, const char **name, int *bits, int *cls);
+/* Name of address space CUTE_AS_* ("generic", "global", ...); NULL if there is no such space. */
+const char *cute_ir_space_name(int space);
 
 /* ---- text ------------------------------------------------------------------- */
 /* The whole context as text, owned by the context, valid until the next print. */

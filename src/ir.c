@@ -879,6 +879,17 @@ int cute_ir_imm_lookup(int op, int slot, const char *name, int64_t *out) {
     if (!strcmp(ir_immk[k].names[i], name)) { if (out) *out = i; return 0; }
   return -1;
 }
+int cute_ir_scalar_info(int32_t t, const char **name, int *bits, int *cls) {
+  if (t < CUTE_T_VOID || t > CUTE_T_F64) return -1;
+  if (name) *name = ir_scalars[t].name;
+  if (bits) *bits = ir_scalars[t].bits;
+  if (cls) *cls = ir_scalars[t].cls;
+  return 0;
+}
+const char *cute_ir_space_name(int space) {
+  if (space < 0 || space >= (int)(sizeof ir_space_names / sizeof *ir_space_names)) return NULL;
+  return ir_space_names[space][0] ? ir_space_names[space] : NULL;
+}
 
 const char *cute_ir_print(cute_ir *ir) {
   if (!ir) return "";

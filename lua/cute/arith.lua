@@ -16,35 +16,16 @@ local bit = require("bit")
 
 local M = {}
 
-local T_I1, T_I8, T_I16, T_I32, T_I64 = 2, 3, 4, 5, 6
-local T_U8, T_U16, T_U32, T_U64 = 7, 8, 9, 10
-local T_F16, T_BF16, T_F32, T_F64 = 11, 12, 13, 14
-M.T = { I1 = T_I1, I8 = T_I8, I16 = T_I16, I32 = T_I32, I64 = T_I64, U8 = T_U8, U16 = T_U16,
-  U32 = T_U32, U64 = T_U64, F16 = T_F16, BF16 = T_BF16, F32 = T_F32, F64 = T_F64 }
+-- scalar type codes and properties: the one table in cute.dtype
+local dt = require("cute.dtype")
+local T = dt.T
+local T_I1, T_I32, T_I64, T_U64, T_F32, T_F64 = T.I1, T.I32, T.I64, T.U64, T.F32, T.F64
+M.T = T
 
--- scalar type properties; p, emin, emax: float precision and exponent range
-local tinfo = {
-  [T_I1] = { name = "i1", bits = 1, int = true, signed = false },
-  [T_I8] = { name = "i8", bits = 8, int = true, signed = true },
-  [T_I16] = { name = "i16", bits = 16, int = true, signed = true },
-  [T_I32] = { name = "i32", bits = 32, int = true, signed = true },
-  [T_I64] = { name = "i64", bits = 64, int = true, signed = true },
-  [T_U8] = { name = "u8", bits = 8, int = true, signed = false },
-  [T_U16] = { name = "u16", bits = 16, int = true, signed = false },
-  [T_U32] = { name = "u32", bits = 32, int = true, signed = false },
-  [T_U64] = { name = "u64", bits = 64, int = true, signed = false },
-  [T_F16] = { name = "f16", bits = 16, float = true, p = 11, emin = -14, emax = 15 },
-  [T_BF16] = { name = "bf16", bits = 16, float = true, p = 8, emin = -126, emax = 127 },
-  [T_F32] = { name = "f32", bits = 32, float = true, p = 24, emin = -126, emax = 127 },
-  [T_F64] = { name = "f64", bits = 64, float = true, p = 53, emin = -1022, emax = 1023 },
-}
+-- scalar type properties (name, bits, int, signed, float; min/max of integers;
+-- p, emin, emax: float precision and exponent range)
+local tinfo = dt.scalars
 M.tinfo = tinfo
-for _, i in pairs(tinfo) do
-  if i.int then
-    if i.signed then i.min, i.max = -2 ^ (i.bits - 1), 2 ^ (i.bits - 1) - 1
-    else i.min, i.max = 0, 2 ^ i.bits - 1 end
-  end
-end
 
 local u64, i64 = ffi.typeof("uint64_t"), ffi.typeof("int64_t")
 local ZERO, ONE = ffi.cast(u64, 0), ffi.cast(u64, 1)

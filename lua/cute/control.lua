@@ -412,8 +412,6 @@ end
 -- traced values whose type is a Lua number's default (weak keys): value -> slot key
 local soft = setmetatable({}, { __mode = "k" })
 
-local ctor = { i8 = "Int8", i16 = "Int16", i32 = "Int32", i64 = "Int64", u8 = "Uint8", u16 = "Uint16",
-  u32 = "Uint32", u64 = "Uint64", f16 = "Float16", bf16 = "BFloat16", f32 = "Float32", f64 = "Float64", i1 = "Boolean" }
 
 local function type_of(x)
   if is_value(x) then return x.t end
@@ -474,7 +472,7 @@ function RT:store(slots, G)
           end
           fail(("`%s` is a %s before the traced %s at line %d and a %s is assigned to it inside: convert " ..
             "explicitly (cute.%s(x)) or start from a value of that type"):format(
-            name, tname(var.t), site.kind, site.line, tname(x.t), ctor[tname(var.t)] or "Float32"))
+            name, tname(var.t), site.kind, site.line, tname(x.t), tinfo[var.t] and tinfo[var.t].cute or "Float32"))
         end
         v = tr.lift(x)
       elseif type(x) == "number" and var.t ~= T.I1 then

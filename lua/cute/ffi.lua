@@ -4,7 +4,8 @@
 --   local cf = require("cute.ffi")
 --   cf.C            -- the C namespace
 --   cf.err          -- a reusable cute_err cell (cute_err[1])
---   cf.check(status, level)   -- error() with the C message if status ~= 0
+--   cf.check(status [, what [, err]])   -- raise the C message at the user's line if status ~= 0
+--   cf.fail(msg), cf.ir_check(ir, r), cf.rethrow(e)   -- below
 local ffi = require("ffi")
 
 local M = {}
@@ -76,29 +77,56 @@ function M.where()
   return f .. ":" .. l
 end
 
--- Raise msg as a Lua error located at the user's line (any call depth).
+-- The one error path of cute's Lua modules: every error raised for the user
+-- is located at the user's line (the innermost frame outside cute's modules,
+-- whatever the call depth), and names the operation and the offending value.
+-- No numeric error levels: the modules call these.
+
+-- Raise msg (a string, prefixed with the user's file:line).
 function M.fail(msg)
   local w = M.where()
   error(w and (w .. ": " .. msg) or msg, 0)
 end
 
--- Raise the C message in M.err, located at the user's line.
-function M.fail_err()
-  M.fail(ffi.string(M.err[0].msg))
+-- Raise "fname: " .. fmt:format(...) (an argument error of operation fname).
+function M.failf(fname, fmt, ...)
+  M.fail(fname .. ": " .. fmt:format(...))
 end
 
--- Raise the message stored in M.err as a Lua error.  `level` is passed to
--- error() (default 3: the caller of the function that called check).
-function M.raise(level)
-  local e = M.err[0]
-  error(ffi.string(e.msg), level or 3)
+-- Raise the C message in err (default M.err), prefixed with `what` when given.
+function M.fail_err(what, err)
+  local msg = ffi.string((err or M.err)[0].msg)
+  M.fail(what and (what .. ": " .. msg) or msg)
 end
 
-function M.check(status, level)
-  if status ~= 0 then
-    local e = M.err[0]
-    error(ffi.string(e.msg), (level or 2) + 1)
+-- Check a C status: 0 passes; any other raises the C message stored in err
+-- (default M.err; `what` prefixes it) at the user's line.
+function M.check(status, what, err)
+  if status ~= 0 then M.fail_err(what, err) end
+  return status
+end
+
+-- After an IR builder call that returned r: 0 with the context's sticky error
+-- set raises that error at the user's line.  Returns r.
+function M.ir_check(ir, r, what)
+  if r == 0 and M.C.cute_ir_status(ir, nil) ~= 0 then
+    local msg = ffi.string(M.C.cute_ir_error(ir))
+    M.fail(what and (what .. ": " .. msg) or msg)
   end
+  return r
+end
+
+-- Raise the sticky error of IR context ir (the builder call that set it
+-- returned 0 and the caller knows it failed).
+function M.ir_fail(ir, what)
+  local msg = ffi.string(M.C.cute_ir_error(ir))
+  M.fail(what and (what .. ": " .. msg) or msg)
+end
+
+-- Re-raise an error caught by pcall unchanged: its message already carries
+-- the user's location (M.fail) or is a value such as a retry marker.
+function M.rethrow(e)
+  error(e, 0)
 end
 
 return M

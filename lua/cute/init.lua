@@ -2,7 +2,9 @@
 --
 -- Submodules (each usable alone):
 --   cute.layout   CuTe layout algebra on the C core (make_layout, composition, divides...)
---   cute.runtime  CUDA driver runtime: devices, tensors, streams, events
+--   cute.dtype    scalar types and address spaces (one table, from the C core's)
+--   cute.runtime  CUDA driver runtime: devices, streams, events, modules, launch
+--   cute.memory   device tensors and host transfers
 --   cute.trace    tracing: traced values, cute.range, cute.if_then, cute.var
 --   cute.tensor   kernel-side tensors (pointer + layout), copies, fragments
 --   cute.arch     GPU operations inside kernels (cute.arch.*, cute.math.*)
@@ -33,6 +35,8 @@ local runtime = require("cute.runtime")
 
 merge(layout)
 merge(runtime)
+merge(require("cute.memory"))
+merge(require("cute.dtype").exports)
 
 -- tracing and control flow
 cute.range = trace.range
@@ -49,8 +53,7 @@ cute.register_source = function(...) return require("cute.frontend").register_so
 cute.kernel = kernel.kernel
 cute.tensor_spec = kernel.tensor_spec
 cute.dynamic = kernel.dynamic
-for _, n in ipairs({ "Int8", "Int16", "Int32", "Int64", "Uint8", "Uint16", "Uint32", "Uint64",
-  "Float16", "BFloat16", "Float32", "Float64", "Boolean" }) do cute[n] = kernel[n] end
+for _, n in ipairs(require("cute.dtype").cute_names) do cute[n] = kernel[n] end
 
 -- GPU operations
 cute.arch = arch.arch

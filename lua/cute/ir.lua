@@ -26,13 +26,11 @@ local M = {}
 local IR = {}
 IR.__index = IR
 
-M.T = {
-  void = C.CUTE_T_VOID, i1 = C.CUTE_T_I1, i8 = C.CUTE_T_I8, i16 = C.CUTE_T_I16,
-  i32 = C.CUTE_T_I32, i64 = C.CUTE_T_I64, u8 = C.CUTE_T_U8, u16 = C.CUTE_T_U16,
-  u32 = C.CUTE_T_U32, u64 = C.CUTE_T_U64, f16 = C.CUTE_T_F16, bf16 = C.CUTE_T_BF16,
-  f32 = C.CUTE_T_F32, f64 = C.CUTE_T_F64,
-}
-M.AS = { generic = 0, global = 1, shared = 3, const = 4, ["local"] = 5 }
+-- scalar type refs by IR name (and void), address spaces: from cute.dtype
+local dt = require("cute.dtype")
+M.T = { void = C.CUTE_T_VOID }
+for code, info in pairs(dt.scalars) do M.T[info.ir] = code end
+M.AS = dt.spaces
 
 local opcode = {}
 for i = 0, C.CUTE_IR_OP_COUNT_ - 1 do
@@ -40,18 +38,17 @@ for i = 0, C.CUTE_IR_OP_COUNT_ - 1 do
 end
 M.opcode = opcode
 
-local function fail(self, level)
-  error(ffi.string(C.cute_ir_error(self.h)), (level or 2) + 1)
-end
+-- errors: the context's sticky error, at the user's line (cute.ffi)
+local function fail(self) cf.ir_fail(self.h) end
 
 local function chk(self, r)
-  if r == 0 then fail(self, 2) end
+  if r == 0 then fail(self) end
   return r
 end
 
 function M.new()
   local h = C.cute_ir_new()
-  if h == nil then error("cute.ir: out of memory", 2) end
+  if h == nil then cf.fail("cute.ir: out of memory") end
   return setmetatable({ h = ffi.gc(h, C.cute_ir_free) }, IR)
 end
 
@@ -60,7 +57,7 @@ end
 function M.parse(text, checks)
   local m = M.new()
   if checks == false then C.cute_ir_set_checks(m.h, 0) end
-  if C.cute_ir_parse(m.h, text, cf.err) ~= 0 then cf.raise(2) end
+  cf.check(C.cute_ir_parse(m.h, text, cf.err))
   return m
 end
 
@@ -116,7 +113,7 @@ local function imms(op, o)
         if type(v) == "string" then
           local out = ffi.new("int64_t[1]")
           if C.cute_ir_imm_lookup(op, slot, v, out) ~= 0 then
-            error(("%s: unknown %s '%s'"):format(ffi.string(C.cute_ir_op_name(op)), ffi.string(key), v), 4)
+            cf.fail(("%s: unknown %s '%s'"):format(ffi.string(C.cute_ir_op_name(op)), ffi.string(key), v))
           end
           v = out[0]
         elseif type(v) == "boolean" then
@@ -132,14 +129,14 @@ end
 -- Generic: m:emit(opname, type or nil, {operands}, {imm opts})
 function IR:emit(name, t, args, o)
   local op = opcode[name]
-  if not op then error("cute.ir: unknown op '" .. tostring(name) .. "'", 2) end
+  if not op then cf.fail("cute.ir: unknown op '" .. tostring(name) .. "'") end
   args = args or {}
   local n = #args
   local buf = ffi.new("int32_t[?]", n > 0 and n or 1)
   for i = 1, n do buf[i - 1] = args[i] end
   local imm, imm2 = imms(op, o)
   local r = C.cute_ir_op(self.h, op, t and self:type(t) or 0, n, buf, imm, imm2)
-  if r == 0 and C.cute_ir_status(self.h, nil) ~= 0 then fail(self) end
+  cf.ir_check(self.h, r)
   return r
 end
 
@@ -158,7 +155,7 @@ function IR:call(fn, ...)
   local buf = ffi.new("int32_t[?]", #a > 0 and #a or 1)
   for i = 1, #a do buf[i - 1] = a[i] end
   local r = C.cute_ir_call(self.h, fn, #a, buf)
-  if r == 0 and C.cute_ir_status(self.h, nil) ~= 0 then fail(self) end
+  cf.ir_check(self.h, r)
   return r
 end
 function IR:printf(fmt, ...)
@@ -173,7 +170,7 @@ function IR:asm(t, ptx, cons, ...)
   local buf = ffi.new("int32_t[?]", #a > 0 and #a or 1)
   for i = 1, #a do buf[i - 1] = a[i] end
   local r = C.cute_ir_asm(self.h, t and self:type(t) or 0, ptx, cons, #a, buf)
-  if r == 0 and C.cute_ir_status(self.h, nil) ~= 0 then fail(self) end
+  cf.ir_check(self.h, r)
   return r
 end
 function IR:for_(lo, hi, step, unroll)

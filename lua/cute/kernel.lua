@@ -27,16 +27,13 @@ Scalar.__index = Scalar
 Scalar.__tostring = function(s) return ("%s(%s)"):format(s.ctor, tostring(s.value)) end
 M.Scalar = Scalar
 
-local scalar_types = {
-  Int8 = T.I8, Int16 = T.I16, Int32 = T.I32, Int64 = T.I64,
-  Uint8 = T.U8, Uint16 = T.U16, Uint32 = T.U32, Uint64 = T.U64,
-  Float16 = T.F16, BFloat16 = T.BF16, Float32 = T.F32, Float64 = T.F64, Boolean = T.I1,
-}
-local scalar_ctype = {
-  [T.I8] = "int8_t*", [T.I16] = "int16_t*", [T.I32] = "int32_t*", [T.I64] = "int64_t*",
-  [T.U8] = "uint8_t*", [T.U16] = "uint16_t*", [T.U32] = "uint32_t*", [T.U64] = "uint64_t*",
-  [T.F32] = "float*", [T.F64] = "double*", [T.I1] = "uint8_t*",
-}
+-- CuTe DSL name -> IR type, and the ctype of a pointer to a parameter slot: cute.dtype
+local dt = require("cute.dtype")
+local scalar_types, scalar_ctype = {}, {}
+for name, info in pairs(dt.by_cute) do
+  scalar_types[name] = info.code
+  scalar_ctype[info.code] = dt.param_ctype(info.code)
+end
 
 local arith = require("cute.arith")
 for name, t in pairs(scalar_types) do
@@ -306,7 +303,7 @@ function Kernel:trace(...)
   end
   local fine, ferr = tr.finish(prev)
   if not fine then error(ferr, 0) end
-  if C.cute_ir_status(ir, cf.err) ~= 0 then cf.raise(0) end
+  cf.check(C.cute_ir_status(ir, cf.err))
   self.traces = self.traces + 1
   return ir, plan
 end

@@ -1,6 +1,8 @@
 -- cute.runtime: the CUDA runtime seen from Lua -- devices, streams, events,
--- dtypes, device tensors, modules and kernel launch.  Merged into `cute` by
--- cute/init.lua; usable alone as require("cute.runtime").
+-- modules and kernel launch.  Merged into `cute` by cute/init.lua; usable
+-- alone as require("cute.runtime").  Dtypes live in cute.dtype, device
+-- tensors and host transfers in cute.memory; this module's table also reads
+-- through to both (require("cute.runtime").empty, .float32, ...).
 --
 -- Nothing touches the driver until a function needs it; without a driver
 -- those functions raise "no CUDA driver: dlopen(libcuda.so.1) failed: ...".
@@ -11,18 +13,13 @@ local cf = require("cute.ffi")
 
 local C = cf.C
 local err = cf.err
-local band, bor, rshift, lshift = bit.band, bit.bor, bit.rshift, bit.lshift
-local floor, huge = math.floor, math.huge
+local bor = bit.bor
+local floor = math.floor
 
 local M = {}
 
-local function check(status, level)
-  if status ~= 0 then error(ffi.string(err[0].msg), (level or 2) + 1) end
-end
-
-local function argerror(fname, fmt, ...)
-  error(fname .. ": " .. fmt:format(...), 3)
-end
+-- errors: cute.ffi's one path (the C message, or "fname: message", at the user's line)
+local check, argerror = cf.check, cf.failf
 
 local voidpp = ffi.typeof("void *[1]")
 local u64p = ffi.typeof("uint64_t[1]")
@@ -171,6 +168,7 @@ local function stream_handle(s, fname)
   if type(s) == "cdata" then return s end
   argerror(fname, "stream %s is not a cute.stream", tostring(s))
 end
+M.stream_handle = stream_handle
 
 local Event = {}
 Event.__index = Event
@@ -215,476 +213,6 @@ function M.elapsed_ms(e0, e1)
   local ms = floatp()
   check(C.cute_cuda_event_elapsed_ms(e0.handle, e1.handle, ms, err))
   return ms[0]
-end
-
--- ---------------------------------------------------------------------------
--- dtypes and half / bfloat16 conversion
--- ---------------------------------------------------------------------------
-
-local bits32 = ffi.new("union { float f; uint32_t u; }")
-
--- float32 bit pattern -> IEEE half bit pattern, round to nearest even.
-local function f32bits_to_half(u)
-  local sign = band(rshift(u, 16), 0x8000)
-  local exp = band(rshift(u, 23), 0xff)
-  local mant = band(u, 0x7fffff)
-  if exp == 255 then                                   -- inf / nan (kept quiet)
-    if mant == 0 then return sign + 0x7c00 end
-    return sign + bor(0x7e00, rshift(mant, 13))
-  end
-  local e = exp - 112                                  -- rebias 127 -> 15
-  if e >= 31 then return sign + 0x7c00 end             -- overflow -> inf
-  if e <= 0 then                                       -- half subnormal or zero
-    if e < -10 then return sign end
-    mant = mant + 0x800000
-    local shift = 14 - e
-    local h = rshift(mant, shift)
-    local rem, halfway = band(mant, lshift(1, shift) - 1), lshift(1, shift - 1)
-    if rem > halfway or (rem == halfway and band(h, 1) == 1) then h = h + 1 end
-    return sign + h
-  end
-  local h = e * 1024 + rshift(mant, 13)
-  local rem = band(mant, 0x1fff)
-  if rem > 0x1000 or (rem == 0x1000 and band(h, 1) == 1) then h = h + 1 end  -- may carry to inf
-  return sign + h
-end
-
--- Lua number -> float16 bits (uint16 value), round to nearest even.  (The
--- number is first rounded to float32; that double rounding is exact for
--- float16 and bfloat16 because float32 has more than 2p+1 bits.)
-function M.float_to_half(x)
-  bits32.f = x
-  return f32bits_to_half(bits32.u)
-end
-
-function M.half_to_float(h)
-  local sign = band(h, 0x8000) ~= 0 and -1 or 1
-  local e, m = band(rshift(h, 10), 0x1f), band(h, 0x3ff)
-  if e == 0 then return sign * m * 2 ^ -24 end
-  if e == 31 then return m == 0 and sign * huge or 0 / 0 end
-  return sign * (1024 + m) * 2 ^ (e - 25)
-end
-
-function M.float_to_bf16(x)
-  bits32.f = x
-  local u = bits32.u
-  if band(u, 0x7f800000) == 0x7f800000 and band(u, 0x7fffff) ~= 0 then
-    return bor(rshift(u, 16), 0x40)                    -- quiet nan
-  end
-  return band(rshift(u + 0x7fff + band(rshift(u, 16), 1), 16), 0xffff)
-end
-
-function M.bf16_to_float(h)
-  if band(h, 0x7f80) == 0x7f80 and band(h, 0x7f) ~= 0 then return 0 / 0 end
-  bits32.u = band(h, 0xffff) * 65536
-  return bits32.f
-end
-
-local Dtype = {}
-Dtype.__index = Dtype
-Dtype.__tostring = function(d) return "cute." .. d.name end
-
-local dtype_list = {}
-M.dtypes = {}
--- name, bytes, host ctype, kind ("float", "int", "uint", "bool", "half", "bf16")
-for _, row in ipairs({
-  { "float32", 4, "float", "float" }, { "float16", 2, "uint16_t", "half" },
-  { "bfloat16", 2, "uint16_t", "bf16" }, { "float64", 8, "double", "float" },
-  { "int8", 1, "int8_t", "int" }, { "int16", 2, "int16_t", "int" },
-  { "int32", 4, "int32_t", "int" }, { "int64", 8, "int64_t", "int" },
-  { "uint8", 1, "uint8_t", "uint" }, { "uint16", 2, "uint16_t", "uint" },
-  { "uint32", 4, "uint32_t", "uint" }, { "uint64", 8, "uint64_t", "uint" },
-  { "bool", 1, "bool", "bool" },
-}) do
-  local name, size, ctype, kind = row[1], row[2], row[3], row[4]
-  local d = setmetatable({
-    name = name, size = size, ctype = ctype, kind = kind,
-    is_float = kind == "float" or kind == "half" or kind == "bf16",
-    ct = ffi.typeof(ctype), arr = ffi.typeof(ctype .. "[?]"), ptr = ffi.typeof(ctype .. " *"),
-    elem = tostring(ffi.typeof(ctype)):match("^ctype<(.*)>$"),
-  }, Dtype)
-  if kind == "half" then
-    d.from_number, d.to_number = M.float_to_half, M.half_to_float
-  elseif kind == "bf16" then
-    d.from_number, d.to_number = M.float_to_bf16, M.bf16_to_float
-  end
-  M[name] = d
-  M.dtypes[name] = d
-  dtype_list[#dtype_list + 1] = name
-end
-local dtype_names = table.concat(dtype_list, ", ")
-
--- A dtype from a dtype table or its name; nil -> float32.
-local function to_dtype(x, fname)
-  if x == nil then return M.float32 end
-  if getmetatable(x) == Dtype then return x end
-  if type(x) == "string" and M.dtypes[x] then return M.dtypes[x] end
-  error(("%s: %s is not a dtype (one of %s)"):format(fname, tostring(x), dtype_names), 4)
-end
-function M.dtype(x) return to_dtype(x, "cute.dtype") end
-
--- ---------------------------------------------------------------------------
--- tensors
--- ---------------------------------------------------------------------------
-
-local function fmt_shape(shape)
-  if type(shape) ~= "table" then return tostring(shape) end
-  local parts = {}
-  for i = 1, #shape do parts[i] = tostring(shape[i]) end
-  return "{" .. table.concat(parts, ",") .. "}"
-end
-
--- shape (number or table of positive integers) -> shape table (copied), numel
-local function check_shape(shape, fname)
-  if type(shape) == "number" then shape = { shape } end
-  if type(shape) ~= "table" then
-    error(("%s: shape %s is not a table of positive integers"):format(fname, tostring(shape)), 4)
-  end
-  local out, n = {}, 1
-  for k in pairs(shape) do
-    if type(k) ~= "number" or k < 1 or k > #shape or k ~= floor(k) then
-      error(("%s: shape %s: key %s is not a dimension index"):format(fname, fmt_shape(shape),
-        tostring(k)), 4)
-    end
-  end
-  for i = 1, #shape do
-    local d = shape[i]
-    if type(d) ~= "number" or d < 1 or d ~= floor(d) or d >= 2 ^ 53 then
-      error(("%s: shape %s: dimension %d is not a positive integer"):format(fname,
-        fmt_shape(shape), i), 4)
-    end
-    out[i], n = d, n * d
-  end
-  return out, n
-end
-
-local function row_major_strides(shape)
-  local st, s = {}, 1
-  for i = #shape, 1, -1 do st[i], s = s, s * shape[i] end
-  return st
-end
-
-local function free_cell(cell)
-  local p = cell[0]
-  if p ~= 0 then
-    cell[0] = 0
-    C.cute_cuda_free(p, nil)
-  end
-end
-
-local Tensor = {}
-Tensor.__index = Tensor
-
-function M.is_tensor(x) return getmetatable(x) == Tensor end
-
-local function alloc(shape, dtype, fname)
-  local shp, n = check_shape(shape, fname)
-  dtype = to_dtype(dtype, fname)
-  local bytes = n * dtype.size
-  local cell = u64p()
-  check(C.cute_cuda_malloc(cell, bytes, err), 3)
-  ffi.gc(cell, free_cell)
-  return setmetatable({
-    shape = shp, strides = row_major_strides(shp), dtype = dtype,
-    ptr = u64(cell[0]),       -- device address (uint64_t)
-    ptr_cell = cell,          -- uint64_t[1] holding it: a stable &ptr for kernel params
-    _n = n, _bytes = bytes,
-  }, Tensor)
-end
-
--- cute.empty(shape, dtype): uninitialised device tensor, row-major.
-function M.empty(shape, dtype) return alloc(shape, dtype, "cute.empty") end
-
--- cute.zeros(shape, dtype)
-function M.zeros(shape, dtype)
-  local t = alloc(shape, dtype, "cute.zeros")
-  check(C.cute_cuda_memset_d8(t.ptr, 0, t._bytes, nil, 0, err))
-  return t
-end
-
-function Tensor:numel() return self._n end
-function Tensor:nbytes() return self._bytes end
-function Tensor:dim() return #self.shape end
-function Tensor:__tostring()
-  return ("cute.Tensor(%s, shape %s, ptr 0x%x)"):format(self.dtype.name, fmt_shape(self.shape),
-    self.ptr)
-end
-
-local function live(t, fname)
-  if getmetatable(t) ~= Tensor then argerror(fname, "self is not a cute.Tensor (use t:method())") end
-  if t.ptr == 0 then argerror(fname, "the tensor has been freed") end
-end
-
--- Release the device memory now (idempotent; otherwise done when collected).
-function Tensor:free()
-  local cell = self.ptr_cell
-  if cell and cell[0] ~= 0 then
-    local p = cell[0]
-    cell[0] = 0
-    ffi.gc(cell, nil)
-    self.ptr = u64(0)
-    check(C.cute_cuda_free(p, err))
-  end
-end
-
--- Element type name of a cdata array/pointer ("float", "unsigned short"...).
-local function cdata_elem(x)
-  local s = tostring(ffi.typeof(x)):match("^ctype<(.*)>$") or ""
-  local elem, dims = s:match("^(.-) (%[.*%])$")
-  if elem then return (elem:gsub("^const ", "")), true end
-  elem = s:match("^(.-) %*$")
-  if elem then return (elem:gsub("^const ", "")), false end
-  return nil
-end
-
--- Flatten a (possibly nested) Lua table; returns flat values and the shape.
-local function flatten(data, fname)
-  local shape, node = {}, data
-  while type(node) == "table" do
-    shape[#shape + 1] = #node
-    node = node[1]
-  end
-  local flat, n = {}, 0
-  local function walk(x, depth)
-    if depth > #shape then
-      n = n + 1
-      flat[n] = x
-      return
-    end
-    if type(x) ~= "table" or #x ~= shape[depth] then
-      error(("%s: ragged nested table: expected %d elements at depth %d"):format(fname,
-        shape[depth], depth), 5)
-    end
-    for i = 1, #x do walk(x[i], depth + 1) end
-  end
-  walk(data, 1)
-  return flat, n, shape
-end
-
--- Host buffers of any size.  ffi.new refuses arrays of 2^31 bytes or more
--- ("size of C type is unknown or too large"), so larger buffers come from
--- malloc: a pointer of the dtype's host ctype (not an array: ffi.sizeof does
--- not know its length) freed when collected, like cute.pinned's.
-pcall(ffi.cdef, "void *malloc(size_t size); void free(void *p);")
-local FFI_NEW_MAX = 2 ^ 31 - 1
-function M.host_buffer(n, dtype, fname)
-  fname = fname or "cute.host_buffer"
-  dtype = to_dtype(dtype, fname)
-  if type(n) ~= "number" or n < 1 or n ~= floor(n) or n >= 2 ^ 53 then
-    argerror(fname, "n = %s is not a positive integer", tostring(n))
-  end
-  local bytes = n * dtype.size
-  if bytes <= FFI_NEW_MAX then return ffi.new(dtype.arr, n) end
-  local p = ffi.C.malloc(bytes)
-  if p == nil then argerror(fname, "cannot allocate %.0f bytes of host memory", bytes) end
-  return ffi.gc(ffi.cast(dtype.ptr, p), ffi.C.free)
-end
-local host_buffer = M.host_buffer
-
--- Host buffer of `n` elements of `dtype` filled from Lua values (numbers,
--- booleans for bool), converting float16/bfloat16.
-local function pack(flat, n, dtype, fname)
-  local buf = host_buffer(n, dtype, fname)
-  local conv, kind = dtype.from_number, dtype.kind
-  for i = 1, n do
-    local v = flat[i]
-    if kind == "bool" then
-      if type(v) == "number" then v = v ~= 0 end
-      if type(v) ~= "boolean" then
-        error(("%s: element %d is a %s, not a boolean"):format(fname, i, type(v)), 4)
-      end
-      buf[i - 1] = v
-    else
-      if type(v) ~= "number" and not (type(v) == "cdata" and tonumber(v)) then
-        error(("%s: element %d is a %s, not a number"):format(fname, i, type(v)), 4)
-      end
-      buf[i - 1] = conv and conv(tonumber(v)) or v
-    end
-  end
-  return buf
-end
-
--- Host data (Lua table, ffi array or pointer) -> pointer to n elements of
--- dtype's host ctype (converted if the cdata has another numeric type).
-local numeric_elems = {
-  ["float"] = true, ["double"] = true, ["char"] = true, ["unsigned char"] = true,
-  ["short"] = true, ["unsigned short"] = true, ["int"] = true, ["unsigned int"] = true,
-  ["int64_t"] = true, ["uint64_t"] = true, ["bool"] = true, ["signed char"] = true,
-}
-local function host_source(data, dtype, n, fname)
-  local elem, is_array = cdata_elem(data)
-  if not elem then argerror(fname, "host data is a %s, not an array or pointer", tostring(ffi.typeof(data))) end
-  if is_array and ffi.sizeof(data) and ffi.sizeof(data) < n * ffi.sizeof(elem) then
-    argerror(fname, "host array has %d bytes, %d elements of %s need %d", ffi.sizeof(data), n,
-      elem, n * ffi.sizeof(elem))
-  end
-  if elem == dtype.elem then return ffi.cast(dtype.ptr, data), data end
-  if not numeric_elems[elem] then
-    argerror(fname, "host data of type %s cannot be converted to %s", elem, dtype.name)
-  end
-  -- converted element by element straight into the buffer (no Lua table of n values)
-  local src = ffi.cast(elem .. " *", data)
-  local buf = host_buffer(n, dtype, fname)
-  local conv, kind = dtype.from_number, dtype.kind
-  for i = 0, n - 1 do
-    local v = src[i]
-    if kind == "bool" then buf[i] = v ~= 0 and v ~= false
-    else buf[i] = conv and conv(tonumber(v)) or v end
-  end
-  return buf, buf
-end
-
--- cute.from_host(data, dtype, shape): a device tensor holding `data`: a Lua
--- table (flat, or nested for several dimensions) or an ffi array/pointer
--- (its element type should be dtype's host ctype; other numeric types are
--- converted).  shape defaults to the table's nesting or the array's length.
-function M.from_host(data, dtype, shape)
-  local fname = "cute.from_host"
-  dtype = to_dtype(dtype, fname)
-  local n, src, anchor
-  if type(data) == "table" then
-    local flat, fn, fshape = flatten(data, fname)
-    if shape == nil then shape = fshape end
-    local _
-    _, n = check_shape(shape, fname)
-    if n ~= fn then
-      argerror(fname, "shape %s has %d elements, the data %d", fmt_shape(shape), n, fn)
-    end
-    src = pack(flat, n, dtype, fname)
-    anchor = src
-  elseif type(data) == "cdata" then
-    if shape == nil then
-      local elem, is_array = cdata_elem(data)
-      if not is_array then argerror(fname, "data is a pointer: pass a shape") end
-      shape = { ffi.sizeof(data) / ffi.sizeof(elem) }
-    end
-    local _
-    _, n = check_shape(shape, fname)
-    src, anchor = host_source(data, dtype, n, fname)
-  else
-    argerror(fname, "data is a %s, not a table or an ffi array", type(data))
-  end
-  local t = alloc(shape, dtype, fname)
-  check(C.cute_cuda_memcpy_htod(t.ptr, src, t._bytes, err))
-  local _ = anchor
-  return t
-end
-
--- t:copy_from(src[, stream]): src a tensor of the same dtype and size (device
--- to device) or host data as for from_host.  Asynchronous when a stream is
--- given (host memory should then be pinned and kept alive until done).
-function Tensor:copy_from(src, stream)
-  local fname = "Tensor:copy_from"
-  live(self, fname)
-  local sh = stream_handle(stream, fname)
-  if getmetatable(src) == Tensor then
-    live(src, fname)
-    if src.dtype ~= self.dtype then
-      argerror(fname, "dtype %s does not match %s", src.dtype.name, self.dtype.name)
-    end
-    if src._n ~= self._n then
-      argerror(fname, "source has %d elements, destination %d", src._n, self._n)
-    end
-    if sh then
-      check(C.cute_cuda_memcpy_dtod_async(self.ptr, src.ptr, self._bytes, sh, err))
-    else
-      check(C.cute_cuda_memcpy_dtod(self.ptr, src.ptr, self._bytes, err))
-    end
-    return self
-  end
-  local buf, anchor
-  if type(src) == "table" then
-    local flat, n = flatten(src, fname)
-    if n ~= self._n then argerror(fname, "source has %d elements, destination %d", n, self._n) end
-    buf = pack(flat, n, self.dtype, fname)
-    anchor = buf
-  elseif type(src) == "cdata" then
-    buf, anchor = host_source(src, self.dtype, self._n, fname)
-  else
-    argerror(fname, "source is a %s, not a tensor, table or ffi array", type(src))
-  end
-  if sh then
-    check(C.cute_cuda_memcpy_htod_async(self.ptr, buf, self._bytes, sh, err))
-  else
-    check(C.cute_cuda_memcpy_htod(self.ptr, buf, self._bytes, err))
-  end
-  local _ = anchor
-  return self
-end
-
--- t:to_host([out[, stream]]): the contents as an ffi array of the dtype's
--- host ctype (float16/bfloat16 as uint16 bit patterns); into `out` if given.
--- With a stream the copy is asynchronous: synchronize before reading.
-function Tensor:to_host(out, stream)
-  local fname = "Tensor:to_host"
-  live(self, fname)
-  if out == nil then
-    out = host_buffer(self._n, self.dtype, fname)  -- an ffi array; a malloc'ed pointer from 2 GiB on
-  elseif type(out) ~= "cdata" then
-    argerror(fname, "out is a %s, not an ffi array", type(out))
-  elseif ffi.sizeof(out) and cdata_elem(out) and select(2, cdata_elem(out)) and
-      ffi.sizeof(out) < self._bytes then
-    argerror(fname, "out has %d bytes, the tensor %d", ffi.sizeof(out), self._bytes)
-  end
-  local sh = stream_handle(stream, fname)
-  if sh then
-    check(C.cute_cuda_memcpy_dtoh_async(out, self.ptr, self._bytes, sh, err))
-  else
-    check(C.cute_cuda_memcpy_dtoh(out, self.ptr, self._bytes, err))
-  end
-  return out
-end
-
--- t:to_table(): a flat Lua table, row-major; numbers (float16/bfloat16
--- converted; 64-bit integers beyond 2^53 lose precision) or booleans.
-function Tensor:to_table()
-  local h = self:to_host()
-  local conv, kind, out = self.dtype.to_number, self.dtype.kind, {}
-  for i = 1, self._n do
-    local v = h[i - 1]
-    if conv then v = conv(v)
-    elseif kind == "bool" then v = v == true
-    else v = tonumber(v) end
-    out[i] = v
-  end
-  return out
-end
-
--- t:fill(value): every element = value (number; boolean for bool).
-function Tensor:fill(value)
-  local fname = "Tensor:fill"
-  live(self, fname)
-  local dt = self.dtype
-  local one = pack({ value }, 1, dt, fname)
-  local size = dt.size
-  if size == 8 then
-    local b = ffi.cast("uint32_t *", one)
-    if b[0] ~= b[1] then
-      argerror(fname, "a 64-bit fill needs equal halves (0 or -1 for integers); use copy_from")
-    end
-    check(C.cute_cuda_memset_d32(self.ptr, b[0], self._n * 2, nil, 0, err))
-  elseif size == 4 then
-    check(C.cute_cuda_memset_d32(self.ptr, ffi.cast("uint32_t *", one)[0], self._n, nil, 0, err))
-  elseif size == 2 then
-    check(C.cute_cuda_memset_d16(self.ptr, ffi.cast("uint16_t *", one)[0], self._n, nil, 0, err))
-  else
-    check(C.cute_cuda_memset_d8(self.ptr, ffi.cast("uint8_t *", one)[0], self._n, nil, 0, err))
-  end
-  return self
-end
-
--- cute.pinned(n, dtype): page-locked host array of n elements (a pointer of
--- the dtype's host ctype), freed when collected.  Needed for copies that
--- overlap with kernels.
-function M.pinned(n, dtype)
-  local fname = "cute.pinned"
-  if type(n) ~= "number" or n < 1 or n ~= floor(n) then
-    argerror(fname, "n = %s is not a positive integer", tostring(n))
-  end
-  dtype = to_dtype(dtype, fname)
-  local out = voidpp()
-  check(C.cute_cuda_host_alloc(out, n * dtype.size, 0, err))
-  return ffi.gc(ffi.cast(dtype.ptr, out[0]), function(p) C.cute_cuda_host_free(p, nil) end)
 end
 
 -- ---------------------------------------------------------------------------
@@ -846,7 +374,15 @@ function M.launch(fn, grid, block, smem, stream, params, cluster)
 end
 
 function Function:launch(grid, block, smem, stream, params, cluster)
-  return M.launch(self, grid, block, smem, stream, params, cluster)
+  -- dtypes and device tensors read through (cute.dtype, cute.memory: loaded on
+-- first use, as cute.memory needs this module's streams)
+setmetatable(M, { __index = function(_, k)
+  local v = require("cute.memory")[k]
+  if v == nil then v = require("cute.dtype").exports[k] end
+  return v
+end })
+
+return M.launch(self, grid, block, smem, stream, params, cluster)
 end
 
 -- Launch-overhead baselines measured in C: n back-to-back launches then a
@@ -872,5 +408,13 @@ function M.cuda_error_message(code, call)
   C.cute_cuda_format_error(code, call or "cuda", e)
   return ffi.string(e[0].msg)
 end
+
+-- dtypes and device tensors read through (cute.dtype, cute.memory: loaded on
+-- first use, as cute.memory needs this module's streams)
+setmetatable(M, { __index = function(_, k)
+  local v = require("cute.memory")[k]
+  if v == nil then v = require("cute.dtype").exports[k] end
+  return v
+end })
 
 return M

@@ -12,6 +12,7 @@ local cf = require("cute.ffi")
 local C = cf.C
 local tr = require("cute.trace")
 local lay = require("cute.layout")
+local dt = require("cute.dtype")
 
 local M = {}
 local is_value, fail, setloc, mk = tr.is_value, tr.fail, tr.setloc, tr.mk
@@ -374,10 +375,8 @@ Tensor.__newindex = function(T, k, v)
 end
 
 Tensor.__tostring = function(T)
-  local names = { [tr.T.F32] = "f32", [tr.T.F16] = "f16", [tr.T.BF16] = "bf16", [tr.T.F64] = "f64",
-    [tr.T.I32] = "i32", [tr.T.I64] = "i64", [tr.T.I8] = "i8", [tr.T.U8] = "u8", [tr.T.I16] = "i16",
-    [tr.T.U16] = "u16", [tr.T.U32] = "u32", [tr.T.U64] = "u64" }
-  return ("tensor<%s, %s, %s>"):format(names[T.elem] or "?", T.space, layout_str(T.layout))
+  local info = dt.scalars[T.elem]
+  return ("tensor<%s, %s, %s>"):format(info and info.ir or "?", T.space, layout_str(T.layout))
 end
 
 Tensor.__len = function(T) return tsize(T.layout.shape) end
@@ -558,7 +557,6 @@ local function flat_offsets(T, n)
   return offs
 end
 
-local space_num = { generic = 0, global = 1, shared = 3, const = 4, ["local"] = 5 }
 
 local function vec_type(S, elem, v)
   return C.cute_ir_t_vec(S.ir, elem, v)
@@ -609,7 +607,7 @@ function M.copy(src, dst)
       if vt == 0 then fail("cute.copy: " .. ffi.string(C.cute_ir_error(S.ir))) end
       local sp = element_ptr(src, so[i])
       local dp = element_ptr(dst, do_[i])
-      local sspace, dspace = space_num[src.space], space_num[dst.space]
+      local sspace, dspace = dt.spaces[src.space], dt.spaces[dst.space]
       setloc()
       local spv = C.cute_ir_op(S.ir, tr.OP.PTRCAST, C.cute_ir_t_ptr(S.ir, vt, sspace), 1,
         ffi.new("int32_t[1]", sp.ref), 0, 0)
@@ -704,8 +702,7 @@ function M.make_tensor(x, layout)
     if elem == 0 or C.cute_ir_type_kind(S.ir, x.t) ~= C.CUTE_T_PTR then
       fail("cute.make_tensor: expected a tensor or a traced pointer")
     end
-    local names = { [0] = "generic", [1] = "global", [3] = "shared", [4] = "const", [5] = "local" }
-    return M.make(x, 0, L, elem, names[sp[0]] or "generic", tr.tinfo[elem] and tr.tinfo[elem].bits / 8 or 1)
+    return M.make(x, 0, L, elem, dt.space_names[sp[0]] or "generic", dt.scalars[elem] and dt.scalars[elem].size or 1)
   end
   fail("cute.make_tensor: expected a tensor or a traced pointer, got " .. type(x))
 end

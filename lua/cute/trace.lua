@@ -17,23 +17,17 @@ local C = cf.C
 
 local M = {}
 
--- scalar type codes and properties: one table, in cute.arith (which holds the
--- arithmetic rules)
+-- scalar type codes and properties: the one table in cute.dtype
+local dt = require("cute.dtype")
 local arith = require("cute.arith")
-M.T = arith.T
-local tinfo = arith.tinfo
+M.T = dt.T
+local tinfo = dt.scalars
 M.tinfo = tinfo
-local T = arith.T
-local T_I1, T_I8, T_I16, T_I32, T_I64 = T.I1, T.I8, T.I16, T.I32, T.I64
-local T_U8, T_U16, T_U32, T_U64 = T.U8, T.U16, T.U32, T.U64
-local T_F16, T_BF16, T_F32, T_F64 = T.F16, T.BF16, T.F32, T.F64
+local T = dt.T
+local T_I1, T_I32, T_I64, T_U32, T_U64, T_F32 = T.I1, T.I32, T.I64, T.U32, T.U64, T.F32
 
--- dtype name (runtime dtypes) -> IR scalar type
-M.dtype_ir = {
-  float32 = T_F32, float16 = T_F16, bfloat16 = T_BF16, float64 = T_F64,
-  int8 = T_I8, int16 = T_I16, int32 = T_I32, int64 = T_I64,
-  uint8 = T_U8, uint16 = T_U16, uint32 = T_U32, uint64 = T_U64, bool = T_U8,
-}
+-- dtype name (runtime dtypes) -> IR scalar type of its elements in memory
+M.dtype_ir = dt.dtype_ir
 
 ---------------------------------------------------------------------------
 -- trace state
