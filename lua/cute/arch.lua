@@ -57,7 +57,7 @@ function arch.clock64() return sreg64(C.CUTE_SREG_CLOCK64) end
 function arch.globaltimer() return sreg64(C.CUTE_SREG_GLOBALTIMER) end
 
 local function chk(ref)
-  if ref == 0 and C.cute_ir_status(tr.state().ir, nil) ~= 0 then tr.ir_fail() end
+  cf.ir_check(tr.state().ir, ref)
 end
 
 function arch.sync_threads()
@@ -234,9 +234,7 @@ end
 local arith = require("cute.arith")
 local function number_like(x) return type(x) == "number" or arith.is64(x) end
 local function folded(rule, name, a, b)
-  local ok, r = pcall(arith.fold_numbers, rule, a, b, name)
-  if not ok then fail(r) end
-  return r
+  return arith.fold_numbers(rule, a, b, name) -- (its errors are at the user's line)
 end
 
 local function minmax(op, rule, name)

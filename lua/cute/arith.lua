@@ -13,6 +13,7 @@
 -- value is not exactly a double; floats are Lua numbers.
 local ffi = require("ffi")
 local bit = require("bit")
+local cf = require("cute.ffi")
 
 local M = {}
 
@@ -169,7 +170,7 @@ local function ibin(op, t, a, b)
     end
     return r
   end
-  error("cute.arith: no integer rule for " .. tostring(op))
+  cf.fail("cute.arith: no integer rule for " .. tostring(op))
 end
 
 local function iun(op, t, a)
@@ -181,7 +182,7 @@ local function iun(op, t, a)
     if i.signed and sval(t, a) < 0 then return bit.band(ZERO - a, m) end
     return a
   end
-  error("cute.arith: no integer rule for " .. tostring(op))
+  cf.fail("cute.arith: no integer rule for " .. tostring(op))
 end
 
 ---------------------------------------------------------------------------
@@ -229,7 +230,7 @@ local function fbin(op, t, a, b)
   elseif op == "eq" then return a == b
   elseif op == "ne" then return a ~= b -- unordered: true with a NaN
   end
-  error("cute.arith: " .. tostring(op) .. " needs integers")
+  cf.fail("cute.arith: " .. tostring(op) .. " needs integers")
 end
 
 ---------------------------------------------------------------------------
@@ -248,7 +249,7 @@ function M.fold1(op, t, a)
   if tinfo[t].float then
     a = tonumber(a)
     if op == "neg" then return -a elseif op == "abs" then return math.abs(a) end
-    error("cute.arith: " .. tostring(op) .. " needs integers")
+    cf.fail("cute.arith: " .. tostring(op) .. " needs integers")
   end
   return M.value(t, iun(op, t, to_bits(t, a)))
 end
@@ -321,7 +322,7 @@ function M.fold_numbers(op, a, b, what)
   end
   if int_only[op] then
     local bad = integral(a) and b or a
-    error(("%s: %s is not an integer"):format(what or op, M.tostr(bad)), 0)
+    cf.fail(("%s: %s is not an integer"):format(what or op, M.tostr(bad)))
   end
   return M.fold2(op, T_F64, a, b)
 end

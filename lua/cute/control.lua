@@ -26,6 +26,8 @@ local is_value = tr.is_value
 
 local M = {}
 M.RETRY = "\1cute.control: trace again with the types found\1"
+-- trace again (cute.frontend's k.trace catches the marker; no message, no location)
+local function retry() cf.rethrow(M.RETRY) end
 
 local RT = {}
 RT.__index = RT
@@ -57,7 +59,7 @@ function RT:rv(t) return unpack(t, 2, t.n) end
 
 local function S() return tr.state() end
 local function chk(ok)
-  if ok == 0 and C.cute_ir_status(S().ir, nil) ~= 0 then tr.ir_fail() end
+  cf.ir_check(S().ir, ok)
 end
 local function tname(t) return tinfo[t] and tinfo[t].name or "value" end
 local function describe(x)
@@ -281,14 +283,17 @@ function RT:ternary(id, a, bf, cf)
         "(cute.Float32(x), ...)"):format(describe(got[1]), describe(got[2])))
     end
     self.hints[hk] = vt
-    error(M.RETRY, 0)
+    retry()
   end
   tr.setloc()
   return tr.mk(C.cute_ir_vget(st.ir, v), t)
 end
 
 -- error(msg, level) written inside an if / loop body: the frames of the
--- construct's closures and of these helpers do not count
+-- construct's closures and of these helpers do not count.  The one place in
+-- cute's modules that passes error() a numeric level: it is the user's own
+-- error call, whose level means frames of the function as written
+-- (spec/frontend_spec.lua, "error(msg, level) inside a construct")
 local this_source = debug.getinfo(1, "S").source
 function RT:error(msg, level)
   if type(level) ~= "number" or level < 2 then error(msg, level) end
@@ -444,7 +449,7 @@ function RT:store(slots, G)
             "value of its type before the %s"):format(name, site.kind, site.line, describe(x), site.kind))
         end
         self.hints[hk] = t
-        error(M.RETRY, 0)
+        retry()
       end
     else
       if x == nil then
@@ -456,19 +461,19 @@ function RT:store(slots, G)
         if x.t ~= var.t then
           if (kind == "number" or kind == "nil") and not self.hints[hk] then
             self.hints[hk] = x.t
-            error(M.RETRY, 0)
+            retry()
           end
           -- a value whose type came from a Lua number's default (a slot of an
           -- earlier construct): give that slot this type
           local origin = soft[x]
           if origin and not self.hints[origin] then
             self.hints[origin] = var.t
-            error(M.RETRY, 0)
+            retry()
           end
           origin = kind == "traced" and soft[slots.vals[k]]
           if origin and not self.hints[origin] then
             self.hints[origin] = x.t
-            error(M.RETRY, 0)
+            retry()
           end
           fail(("`%s` is a %s before the traced %s at line %d and a %s is assigned to it inside: convert " ..
             "explicitly (cute.%s(x)) or start from a value of that type"):format(
@@ -479,7 +484,7 @@ function RT:store(slots, G)
         if tinfo[var.t].int and x % 1 ~= 0 then
           if kind == "number" and not self.hints[hk] then
             self.hints[hk] = T.F32
-            error(M.RETRY, 0)
+            retry()
           end
           fail(("`%s` is a %s in the traced %s at line %d and %s is assigned to it"):format(
             name, tname(var.t), site.kind, site.line, tostring(x)))
@@ -536,7 +541,7 @@ function RT:traced_status(r, site)
     if not L.traced and L.id and not self.hints["L" .. L.id] then
       -- a GPU condition decides when this loop ends: trace it again as an IR loop
       self.hints["L" .. L.id] = true
-      error(M.RETRY, 0)
+      retry()
     end
     if not L.traced then
       fail(("break inside the traced %s at line %d, in a loop unrolled at trace time (line %d: its bounds " ..
@@ -569,7 +574,7 @@ function RT:traced_continue(site)
   if not L then fail("goto continue outside a loop") end
   if not L.traced and L.id and not self.hints["L" .. L.id] then
     self.hints["L" .. L.id] = true -- a GPU condition decides: trace the loop again as an IR loop
-    error(M.RETRY, 0)
+    retry()
   end
   if not L.traced then
     fail(("goto continue inside the traced %s at line %d, in a loop unrolled at trace time (line %d: a loop " ..

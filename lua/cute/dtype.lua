@@ -67,7 +67,7 @@ for t = C.CUTE_T_VOID, C.CUTE_T_VEC - 1 do
     }
     if cls == TC_FLOAT then
       info.int = nil
-      local f = float_format[ir] or error("cute.dtype: no float format for the C core's type " .. ir, 0)
+      local f = float_format[ir] or cf.fail("cute.dtype: no float format for the C core's type " .. ir)
       info.p, info.emin, info.emax = f.p, f.emin, f.emax
       info.kind = ir == "f16" and "half" or ir == "bf16" and "bf16" or "float"
       info.ctype = bits == 32 and "float" or bits == 64 and "double" or ("uint" .. bits .. "_t")

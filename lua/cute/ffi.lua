@@ -29,6 +29,7 @@ local function find_lib()
     if ok then return lib end
     tried[#tried + 1] = p
   end
+  -- (while this module loads: M.fail does not exist yet; the message is complete without a line)
   error("cute: cannot find libcute.so (tried " .. table.concat(tried, ", ") .. "); set CUTE_LIB", 0)
 end
 
@@ -88,6 +89,12 @@ function M.fail(msg)
   error(w and (w .. ": " .. msg) or msg, 0)
 end
 
+-- Raise msg located at `where` ("file:line", or nil for none): for an error
+-- that belongs to an earlier line than the current one (a pending comparison).
+function M.fail_at(where, msg)
+  error(where and (where .. ": " .. msg) or msg, 0)
+end
+
 -- Raise "fname: " .. fmt:format(...) (an argument error of operation fname).
 function M.failf(fname, fmt, ...)
   M.fail(fname .. ": " .. fmt:format(...))
@@ -123,8 +130,9 @@ function M.ir_fail(ir, what)
   M.fail(what and (what .. ": " .. msg) or msg)
 end
 
--- Re-raise an error caught by pcall unchanged: its message already carries
--- the user's location (M.fail) or is a value such as a retry marker.
+-- Raise e unchanged: an error caught by pcall (its message already carries
+-- the user's location, from M.fail), or an internal signal such as
+-- cute.control's retry marker, which is no message at all.
 function M.rethrow(e)
   error(e, 0)
 end

@@ -15,6 +15,7 @@
 -- original chunk name, so errors and cf.fail's user line point at the user's
 -- source.  The rewritten function shares the original's upvalues
 -- (debug.upvaluejoin) and environment.
+local cf = require("cute.ffi")
 local P = require("cute.lua_parse")
 local control = require("cute.control")
 
@@ -73,7 +74,8 @@ function R:resolve(name)
   return nil
 end
 
-function R:fail(line, msg) error({ msg = ("%s:%d: %s"):format(self.chunk, line, msg) }, 0) end
+-- a rewrite failure: a table caught by M.rewrite (the kernel keeps its function)
+function R:fail(line, msg) cf.rethrow({ msg = ("%s:%d: %s"):format(self.chunk, line, msg) }) end
 
 -- record an assignment to `name` for every open construct it crosses
 function R:assigned(name)
@@ -671,8 +673,8 @@ local registry = {} -- chunk name -> list of texts (newest last)
 -- load(text, chunkname) / luaL_loadbuffer, for kernels defined in it.
 function M.register_source(chunkname, text)
   if type(chunkname) ~= "string" or type(text) ~= "string" then
-    error(("cute.register_source(chunkname, text): expected two strings, got %s and %s"):format(
-      type(chunkname), type(text)), 2)
+    cf.fail(("cute.register_source(chunkname, text): expected two strings, got %s and %s"):format(
+      type(chunkname), type(text)))
   end
   local l = registry[chunkname]
   if not l then l = {}; registry[chunkname] = l end
@@ -779,7 +781,7 @@ function rewrite(fn)
   end)
   if not ok then
     if type(e) == "table" then return nil, e.msg end
-    error(e, 0)
+    cf.rethrow(e)
   end
   local text = w:text()
   local chunk, lerr = loadstring(text, src)
@@ -805,7 +807,7 @@ local warned = {}
 function M.attach(k, fn, opts)
   local fe = opts and opts.frontend
   if fe ~= nil and type(fe) ~= "boolean" then
-    error(("cute.kernel: option frontend must be true or false, got %s"):format(tostring(fe)), 3)
+    cf.fail(("cute.kernel: option frontend must be true or false, got %s"):format(tostring(fe)))
   end
   k.source = function() return nil end
   if fe == false then k.frontend = false; k.frontend_error = "turned off (frontend = false)"; return end
@@ -832,11 +834,11 @@ function M.attach(k, fn, opts)
       local r = control.pack(pcall(base_trace, self, ...))
       if r[1] then return unpack(r, 2, r.n) end
       local e = r[2]
-      if not (type(e) == "string" and e:find(control.RETRY, 1, true)) then error(e, 0) end
+      if not (type(e) == "string" and e:find(control.RETRY, 1, true)) then cf.rethrow(e) end
       rt:reset(true)
     end
-    error("cute.kernel " .. tostring(self.name) .. ": the types of the locals carried through traced branches " ..
-      "do not settle", 0)
+    cf.fail("cute.kernel " .. tostring(self.name) .. ": the types of the locals carried through traced branches " ..
+      "do not settle")
   end
 end
 

@@ -19,7 +19,7 @@ local function merge(mod, names)
   for k, v in pairs(mod) do
     if names == nil or names[k] then
       if cute[k] ~= nil and cute[k] ~= v then
-        error("cute: name clash on cute." .. k .. " while loading the API", 0)
+        cf.fail("cute: name clash on cute." .. k .. " while loading the API")
       end
       cute[k] = v
     end

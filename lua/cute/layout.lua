@@ -218,10 +218,10 @@ M.describe = describe
 
 function M.parse(text)
   if type(text) ~= "string" then
-    error("cute.parse: expected a string, got " .. type(text), 2)
+    fail("cute.parse: expected a string, got " .. type(text))
   end
   local r = value_t()
-  cf.check(C.cute_parse(text, r, cf.err), 2)
+  cf.check(C.cute_parse(text, r, cf.err))
   local ty = r.type
   if ty == V_LAYOUT or ty == V_COMPOSED or ty == V_SWIZZLE then return r end
   return from_value(r)
@@ -235,14 +235,14 @@ local function op_code(name)
   local c = opcode[name]
   if not c then
     c = C.cute_op_lookup(name)
-    if c < 0 then error("cute: unknown layout op " .. name, 2) end
+    if c < 0 then fail("cute: unknown layout op " .. name) end
     opcode[name] = c
   end
   return c
 end
 
 -- call(name, nargs, a1, a2, a3, a4): returns the Lua result (and the offset
--- for slice_and_offset).  Errors point at the user's caller (level 3).
+-- for slice_and_offset).  Errors are located at the user's line (cf.fail).
 local function call(name, nargs, a1, a2, a3, a4)
   local code = op_code(name)
   local what = "cute." .. name
@@ -390,12 +390,12 @@ M.slice_ = M.slice
 ---------------------------------------------------------------------------
 -- Build a LAYOUT cute_value from shape and stride Lua trees.
 local function put_layout(cv, i, s, d, shape, stride)
-  if i >= MAXN then error("cute.make_layout: layout has more than 128 nodes", 0) end
+  if i >= MAXN then fail("cute.make_layout: layout has more than 128 nodes") end
   local nd = cv.node[i]
   if type(s) == "table" then
     if type(d) ~= "table" or #d ~= #s then
-      error(("cute.make_layout: shape %s and stride %s are not congruent"):format(
-        describe(shape), describe(stride)), 0)
+      fail(("cute.make_layout: shape %s and stride %s are not congruent"):format(
+        describe(shape), describe(stride)))
     end
     nd.kind = N_TUPLE; nd.a = #s; nd.b = 0
     local j = i + 1
@@ -404,13 +404,13 @@ local function put_layout(cv, i, s, d, shape, stride)
     return j
   end
   if type(d) == "table" then
-    error(("cute.make_layout: shape %s and stride %s are not congruent"):format(
-      describe(shape), describe(stride)), 0)
+    fail(("cute.make_layout: shape %s and stride %s are not congruent"):format(
+      describe(shape), describe(stride)))
   end
   local sv = int_of(s, "cute.make_layout: shape " .. describe(shape))
   if sv <= 0 then
-    error(("cute.make_layout: shape %s has a non-positive extent %s"):format(describe(shape),
-      tostring(s)), 0)
+    fail(("cute.make_layout: shape %s has a non-positive extent %s"):format(describe(shape),
+      tostring(s)))
   end
   nd.kind = N_INT; nd.span = 1; nd.a = sv
   nd.b = int_of(d, "cute.make_layout: stride " .. describe(stride))
@@ -422,28 +422,26 @@ function M.make_layout(shape, stride)
   if is_layout(shape) and stride == nil then return shape end
   if stride == nil then
     local ok, r = pcall(call, "make_layout_left", 1, shape)
-    if not ok then error((tostring(r):gsub("make_layout_left", "make_layout")), 0) end
+    if not ok then cf.rethrow((tostring(r):gsub("make_layout_left", "make_layout"))) end
     return r
   end
   local L = value_t()
   L.type = V_LAYOUT
-  local ok, n = pcall(put_layout, L, 0, shape, stride, shape, stride)
-  if not ok then error(n, 2) end
-  L.n = n
+  L.n = put_layout(L, 0, shape, stride, shape, stride)
   return L
 end
 
 function M.make_swizzle(b, m, s)
   for _, v in ipairs({ b, m, s }) do
     if type(v) ~= "number" or v % 1 ~= 0 then
-      error("cute.make_swizzle: B, M, S must be integers, got " .. tostring(v), 2)
+      fail("cute.make_swizzle: B, M, S must be integers, got " .. tostring(v))
     end
   end
   if b < 0 or m < 0 then
-    error(("cute.make_swizzle: B=%d and M=%d must be non-negative"):format(b, m), 2)
+    fail(("cute.make_swizzle: B=%d and M=%d must be non-negative"):format(b, m))
   end
   if b > 0 and math.abs(s) < b then
-    error(("cute.make_swizzle: |S|=%d must be at least B=%d"):format(math.abs(s), b), 2)
+    fail(("cute.make_swizzle: |S|=%d must be at least B=%d"):format(math.abs(s), b))
   end
   local r = value_t()
   r.type = V_SWIZZLE; r.n = 0; r.sw_b = b; r.sw_m = m; r.sw_s = s
@@ -453,11 +451,11 @@ end
 -- cute.make_composed_layout(swizzle, offset, layout): swizzle o offset o layout
 function M.make_composed_layout(sw, offset, L)
   if not (is_value(sw) and sw.type == V_SWIZZLE) then
-    error("cute.make_composed_layout: first argument must be a swizzle (cute.make_swizzle), got " ..
-      describe(sw), 2)
+    fail("cute.make_composed_layout: first argument must be a swizzle (cute.make_swizzle), got " ..
+      describe(sw))
   end
   if not is_layout(L) then
-    error("cute.make_composed_layout: third argument must be a layout, got " .. describe(L), 2)
+    fail("cute.make_composed_layout: third argument must be a layout, got " .. describe(L))
   end
   int_of(offset, "cute.make_composed_layout: offset")
   check_value(L, "cute.make_composed_layout: layout")
@@ -486,7 +484,7 @@ local function layout_call(L, c, ...)
   if ty == V_LAYOUT and nextra > 0 then
     -- L(i, j, k): one integer per top-level mode
     local n = nextra + 1
-    if n > 64 then error("layout call: too many coordinates", 2) end
+    if n > 64 then fail(("layout call: %d coordinates, at most 64"):format(n)) end
     crdbuf[0] = c
     for k = 1, nextra do crdbuf[k] = (select(k, ...)) end
     if C.cute_layout_crd2idx(L, crdbuf, n, i64out, cf.err) ~= 0 then cf.fail_err() end
@@ -544,7 +542,7 @@ ffi.metatype(value_t, {
 ---------------------------------------------------------------------------
 function M.format_layout(L)
   if not is_value(L) or (L.type ~= V_LAYOUT and L.type ~= V_COMPOSED) then
-    error("cute.print_layout: expected a layout, got " .. describe(L), 2)
+    fail("cute.print_layout: expected a layout, got " .. describe(L))
   end
   check_value(L, "cute.print_layout")
   local base = L
@@ -553,8 +551,8 @@ function M.format_layout(L)
   end
   local r = M.rank(base)
   if r ~= 2 then
-    error(("cute.print_layout: layout %s has rank %d; print_layout needs rank 2"):format(
-      describe(L), r), 2)
+    fail(("cute.print_layout: layout %s has rank %d; print_layout needs rank 2"):format(
+      describe(L), r))
   end
   local m, n = M.size(M.get(base, 0)), M.size(M.get(base, 1))
   -- cell width as CuTe's print_layout: digits of cosize, plus padding
@@ -576,9 +574,7 @@ function M.format_layout(L)
 end
 
 function M.print_layout(L)
-  local ok, s = pcall(M.format_layout, L)
-  if not ok then error(s, 2) end
-  io.write(s, "\n")
+  io.write(M.format_layout(L), "\n")
 end
 
 M.value_t = value_t

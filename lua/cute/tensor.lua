@@ -199,9 +199,7 @@ end
 -- zipped_divide on tree layouts: static through C, dynamic for flat modes
 local function zdivide(L, tiler, opname)
   if is_static(L.shape) and is_static(L.stride) then
-    local ok, r = pcall(lay.zipped_divide, static_layout(L), tiler)
-    if not ok then fail(r) end
-    return from_static(r)
+    return from_static(lay.zipped_divide(static_layout(L), tiler))
   end
   -- dynamic: every mode a leaf, tiler a table of integers (one per mode)
   local s, d = L.shape, L.stride
@@ -334,8 +332,7 @@ local function store_at(T, off, v)
   if val.t ~= T.elem then val = tr.cvt(val, T.elem) end
   local p = element_ptr(T, off)
   setloc()
-  if C.cute_ir_store(S.ir, p.ref, val.ref, 0, math.min(offset_align(T, off), elem_bytes(T.elem))) == 0
-    and C.cute_ir_status(S.ir, nil) ~= 0 then tr.ir_fail() end
+  cf.ir_check(S.ir, C.cute_ir_store(S.ir, p.ref, val.ref, 0, math.min(offset_align(T, off), elem_bytes(T.elem))))
 end
 
 local function index_offset(T, k)
@@ -428,8 +425,7 @@ end
 
 function M.logical_divide(T, tiler)
   if is_static(T.layout.shape) and is_static(T.layout.stride) then
-    local ok, r = pcall(lay.logical_divide, static_layout(T.layout), tiler)
-    if not ok then fail(r) end
+    local r = lay.logical_divide(static_layout(T.layout), tiler)
     return M.make(T.ptr, T.off, from_static(r), T.elem, T.space, T.align, T.idx)
   end
   local Z = zdivide(T.layout, tiler, "logical_divide")
@@ -604,7 +600,7 @@ function M.copy(src, dst)
       if eb >= 2 and v <= 8 then vt = vec_type(S, src.elem, v)
       elseif v * eb == 4 then vt = tr.T.U32
       else vt = vec_type(S, tr.T.U32, v * eb / 4) end
-      if vt == 0 then fail("cute.copy: " .. ffi.string(C.cute_ir_error(S.ir))) end
+      if vt == 0 then cf.ir_fail(S.ir, "cute.copy") end
       local sp = element_ptr(src, so[i])
       local dp = element_ptr(dst, do_[i])
       local sspace, dspace = dt.spaces[src.space], dt.spaces[dst.space]
@@ -613,13 +609,11 @@ function M.copy(src, dst)
         ffi.new("int32_t[1]", sp.ref), 0, 0)
       local dpv = C.cute_ir_op(S.ir, tr.OP.PTRCAST, C.cute_ir_t_ptr(S.ir, vt, dspace), 1,
         ffi.new("int32_t[1]", dp.ref), 0, 0)
-      local function refuse() fail("cute.copy: " .. ffi.string(C.cute_ir_error(S.ir))) end
+      local function refuse() cf.ir_fail(S.ir, "cute.copy") end
       if spv == 0 or dpv == 0 then refuse() end
       local val = C.cute_ir_load(S.ir, spv, 0, v * eb)
       if val == 0 then refuse() end
-      if C.cute_ir_store(S.ir, dpv, val, 0, v * eb) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then
-        refuse()
-      end
+      cf.ir_check(S.ir, C.cute_ir_store(S.ir, dpv, val, 0, v * eb), "cute.copy")
     end
     i = i + v
   end

@@ -47,9 +47,8 @@ M.where = where
 local fail = cf.fail
 M.fail = fail
 
-local function ir_fail()
-  error(ffi.string(C.cute_ir_error(S.ir)), 0)
-end
+-- the sticky IR error of the current trace, at the user's line
+local function ir_fail() cf.ir_fail(S.ir) end
 
 local last_file, last_line
 local function setloc()
@@ -64,7 +63,7 @@ end
 
 local function need_trace(what)
   if not S then
-    error((what or "this operation") .. " is only available inside a kernel (cute.kernel) while it is traced", 3)
+    fail((what or "this operation") .. " is only available inside a kernel (cute.kernel) while it is traced")
   end
 end
 M.need_trace = need_trace
@@ -389,9 +388,9 @@ pending_check = function()
   if S and #S.pending > 0 then
     local w = S.pending[1].where
     S.pending = {}
-    error(w .. ": a comparison of traced values was used as a Lua boolean (Lua cannot branch on " ..
+    cf.fail_at(w, "a comparison of traced values was used as a Lua boolean (Lua cannot branch on " ..
       "values known only on the GPU). Write cute.if_then(a < b, function() ... end), " ..
-      "cute.where(a < b, x, y), or keep the condition with cute.lt(a, b) / cute.eq(a, b)", 0)
+      "cute.where(a < b, x, y), or keep the condition with cute.lt(a, b) / cute.eq(a, b)")
   end
 end
 M.pending_check = pending_check
@@ -414,9 +413,9 @@ function M.condition(c, what, fresh)
       if #p > 1 then
         local w = p[#p].where
         S.pending = {}
-        error(w .. ": " .. (what or "condition") .. ": several traced comparisons are combined with Lua's " ..
+        cf.fail_at(w, (what or "condition") .. ": several traced comparisons are combined with Lua's " ..
           "and/or/not, which cannot see traced values: combine them with cute.logical_and(a < b, c < d) / " ..
-          "cute.logical_or", 0)
+          "cute.logical_or")
       end
       local pv = p[1].v
       if fresh and pv.ref ~= C.cute_ir_count(S.ir) then pending_check() end
@@ -565,9 +564,7 @@ function M.range(...)
   if is_value(step) then
     setloc()
     local nz = M.cmp_value(OP.NE, st, 0)
-    if C.cute_ir_assert(S.ir, nz.ref, "cute.range: the step is 0") == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then
-      ir_fail()
-    end
+    cf.ir_check(S.ir, C.cute_ir_assert(S.ir, nz.ref, "cute.range: the step is 0"))
   end
   local state = 0
   local depth
@@ -590,7 +587,7 @@ function M.range(...)
       end
       pop_region("for")
       setloc()
-      if C.cute_ir_end(S.ir) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
+      cf.ir_check(S.ir, C.cute_ir_end(S.ir))
       return nil
     end
     return nil
@@ -667,19 +664,19 @@ function M.if_then(...)
     return
   end
   local f, l = setloc()
-  if C.cute_ir_if(S.ir, c.ref, 0) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
+  cf.ir_check(S.ir, C.cute_ir_if(S.ir, c.ref, 0))
   push_region("if", l)
   run_branch(then_fn)
   pop_region("if")
   if else_fn then
     setloc()
-    if C.cute_ir_else(S.ir) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
+    cf.ir_check(S.ir, C.cute_ir_else(S.ir))
     push_region("if", l)
     run_branch(else_fn)
     pop_region("if")
   end
   setloc()
-  if C.cute_ir_end(S.ir) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
+  cf.ir_check(S.ir, C.cute_ir_end(S.ir))
 end
 
 -- cute.while_(cond_fn, body_fn): cond_fn is traced (returns a condition).
@@ -693,16 +690,16 @@ function M.while_(...)
   end
   pending_check()
   local f, l = setloc()
-  if C.cute_ir_while(S.ir) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
+  cf.ir_check(S.ir, C.cute_ir_while(S.ir))
   push_region("while", l)
   local c = M.condition(cond_fn(), "cute.while_", true)
   if type(c) == "boolean" then c = const(T_I1, c and 1 or 0) end
   setloc()
-  if C.cute_ir_do(S.ir, c.ref) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
+  cf.ir_check(S.ir, C.cute_ir_do(S.ir, c.ref))
   run_branch(body_fn)
   pop_region("while")
   setloc()
-  if C.cute_ir_end(S.ir) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
+  cf.ir_check(S.ir, C.cute_ir_end(S.ir))
 end
 
 -- cute.where(cond, a, b) (M.select): a where cond holds, else b; a Lua boolean
@@ -744,7 +741,7 @@ function M.return_(...)
   end
   pending_check()
   setloc()
-  if C.cute_ir_ret(S.ir, 0) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
+  cf.ir_check(S.ir, C.cute_ir_ret(S.ir, 0))
 end
 
 ---------------------------------------------------------------------------
@@ -781,7 +778,7 @@ Var.__newindex = function(v, k, x)
   local val = lift(x, v.t)
   if val.t ~= v.t then val = cvt(val, v.t) end
   setloc()
-  if C.cute_ir_vset(S.ir, v.ref, val.ref) == 0 and C.cute_ir_status(S.ir, nil) ~= 0 then ir_fail() end
+  cf.ir_check(S.ir, C.cute_ir_vset(S.ir, v.ref, val.ref))
 end
 function Var.get(v) return var_get(v) end
 function Var.set(v, x) Var.__newindex(v, "value", x) end
@@ -840,9 +837,9 @@ local pending_mt = { __newindex = function(t, k, v)
   rawset(t, k, v)
   if type(k) == "number" and k > MAX_PENDING then
     local w = t[1].where
-    error(w .. ": a comparison of traced values was used as a Lua boolean again and again (a Lua `while` or " ..
+    cf.fail_at(w, "a comparison of traced values was used as a Lua boolean again and again (a Lua `while` or " ..
       "`repeat` on a traced condition never ends at trace time): write cute.while_(function() return a < b end, " ..
-      "function() ... end)", 0)
+      "function() ... end)")
   end
 end }
 local state_mt = {
