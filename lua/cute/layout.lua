@@ -52,7 +52,7 @@ local describe -- forward
 -- A cute_value is plain memory that the user may have written through the FFI:
 -- check it (node count, spans, kinds, ...) before Lua copies or walks its nodes.
 local function check_value(x, what)
-  if C.cute_value_check(x, what, cf.err) ~= 0 then cf.fail_err() end
+  cf.check(C.cute_value_check(x, what, cf.err))
   return x
 end
 M.check_value = check_value
@@ -252,7 +252,7 @@ local function call(name, nargs, a1, a2, a3, a4)
   if nargs >= 4 then to_value(args[3], a4, what) end
   local r = value_t()
   local st = C.cute_op(code, args, nargs, r, out2, cf.err)
-  if st ~= 0 then cf.fail_err() end
+  cf.check(st)
   return r
 end
 
@@ -478,7 +478,7 @@ local function layout_call(L, c, ...)
   local nextra = select("#", ...)
   if ty == V_LAYOUT and type(c) == "number" and nextra == 0 then
     crdbuf[0] = c
-    if C.cute_layout_crd2idx(L, crdbuf, 1, i64out, cf.err) ~= 0 then cf.fail_err() end
+    cf.check(C.cute_layout_crd2idx(L, crdbuf, 1, i64out, cf.err))
     return tonumber(i64out[0])
   end
   if ty == V_LAYOUT and nextra > 0 then
@@ -487,7 +487,7 @@ local function layout_call(L, c, ...)
     if n > 64 then fail(("layout call: %d coordinates, at most 64"):format(n)) end
     crdbuf[0] = c
     for k = 1, nextra do crdbuf[k] = (select(k, ...)) end
-    if C.cute_layout_crd2idx(L, crdbuf, n, i64out, cf.err) ~= 0 then cf.fail_err() end
+    cf.check(C.cute_layout_crd2idx(L, crdbuf, n, i64out, cf.err))
     return tonumber(i64out[0])
   end
   if ty == V_COMPOSED then
