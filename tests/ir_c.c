@@ -219,6 +219,27 @@ int main(int argc, char **argv) {
   expect_verify_error("space", "kernel @k(%1: ptr.global.f32) {\n  %2 = ptrcast ptr.shared.f32 %1\n  ret\n}\n", "wrong address space");
   expect_verify_error("loc", "kernel @k(%1: i32) {\n  loc \"t.lua\" 7\n  %2 = add i32 %1, 1.0:f32\n  ret\n}\n", "t.lua:7");
 
+  /* reflection of the scalar type table and the address spaces (cute.dtype reads these) */
+  {
+    cute_ir *ir = cute_ir_new();
+    for (int32_t t = CUTE_T_I1; t <= CUTE_T_F64; t++) {
+      const char *name = NULL;
+      int bits = -1, cls = -1;
+      CHECK(cute_ir_scalar_info(t, &name, &bits, &cls) == 0 && name, "scalar_info(%d)", (int)t);
+      if (!name) continue;
+      CHECK(!strcmp(name, cute_ir_type_name(ir, t)), "scalar_info(%d) name %s", (int)t, name);
+      CHECK(cute_ir_type_size(ir, t) == (bits < 8 ? 1 : bits / 8), "scalar_info(%d) bits %d", (int)t, bits);
+      CHECK(cls >= CUTE_TC_SINT && cls <= CUTE_TC_BOOL, "scalar_info(%d) class %d", (int)t, cls);
+    }
+    CHECK(cute_ir_scalar_info(CUTE_T_VEC, NULL, NULL, NULL) == -1, "vec is no scalar");
+    CHECK(cute_ir_scalar_info(-3, NULL, NULL, NULL) == -1, "negative ref");
+    CHECK(!strcmp(cute_ir_space_name(CUTE_AS_SHARED), "shared") && !strcmp(cute_ir_space_name(CUTE_AS_GLOBAL), "global"),
+          "space names");
+    CHECK(cute_ir_space_name(2) == NULL && cute_ir_space_name(-1) == NULL && cute_ir_space_name(99) == NULL,
+          "no space 2, -1, 99");
+    cute_ir_free(ir);
+  }
+
   if (skipped) printf("ptxas not found: %d assemblies skipped\n", skipped);
   printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
   return failed != 0;
