@@ -67,9 +67,7 @@ int lay_make_int(cute_value *o, int64_t n);              /* make_layout(n) */
 int lay_pad(lctx *c, const cute_value *v, int i, int rank, cute_value *o); /* append<R> */
 int cap_err(lctx *c);
 
-#endif
-
-/* ---- composite operations (layout_ops.c) ---------------------------------- */
+/* ---- composite operations (layout_compose.c) ------------------------------ */
 /* kinds of divide / product */
 enum { LO_LOGICAL, LO_ZIPPED, LO_TILED, LO_FLAT, LO_BLOCKED, LO_RAKED };
 /* B: any value accepted as a tiler (LAYOUT, INT, TUPLE, TILER, UNDER) */
@@ -87,3 +85,5 @@ int lo_local_partition(lctx *c, const cute_value *L, const cute_value *thr,
 /* max_common_layout (vec = 0) or max_common_vector (vec = 1, result in *n) */
 int lo_max_common(lctx *c, const cute_value *A, const cute_value *B, int vec,
                   cute_value *o, int64_t *n);
+
+#endif

@@ -6,20 +6,6 @@
 
 /* ---- errors ----------------------------------------------------------------- */
 
-static void err_vset(cute_err *err, int code, const char *fmt, va_list ap) {
-  if (!err) return;
-  err->code = code;
-  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-}
-
-int lerr_plain(cute_err *err, int code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  err_vset(err, code, fmt, ap);
-  va_end(ap);
-  return code;
-}
-
 int lerr(lctx *c, int code, const char *fmt, ...) {
   if (!c || !c->err) return code;
   char body[600];
@@ -39,10 +25,7 @@ int lerr(lctx *c, int code, const char *fmt, ...) {
     }
     sb_puts(&b, ")");
   }
-  c->err->code = code;
-  memcpy(c->err->msg, buf, sizeof buf);
-  c->err->msg[sizeof c->err->msg - 1] = 0;
-  return code;
+  return cute_err_setf(c->err, code, "%s", buf);
 }
 
 int ck_mul(lctx *c, int64_t a, int64_t b, int64_t *r) {
@@ -124,9 +107,9 @@ static int chk_swz(const cute_value *v) {
 
 int cv_check(const cute_value *v, cute_err *err, const char *who) {
   if (!who) who = "cute";
-  if (!v) return lerr_plain(err, CUTE_E_ARG, "%s: NULL value", who);
+  if (!v) return cute_err_setf(err, CUTE_E_ARG, "%s: NULL value", who);
   if (v->n < 0 || v->n > CV_MAX)
-    return lerr_plain(err, CUTE_E_ARG, "%s: malformed value (node count %d)", who,
+    return cute_err_setf(err, CUTE_E_ARG, "%s: malformed value (node count %d)", who,
                       (int)v->n);
   int r = 0, allow = 0, layout = 0;
   switch (v->type) {
@@ -139,7 +122,7 @@ int cv_check(const cute_value *v, cute_err *err, const char *who) {
   case CUTE_V_TUPLE: allow = AL_INT | AL_TUPLE | AL_UNDER; goto tree;
   case CUTE_V_TILER: allow = AL_INT | AL_TUPLE | AL_UNDER | AL_LAYOUT; goto tree;
   case CUTE_V_COMPOSED:
-    if (chk_swz(v)) return lerr_plain(err, CUTE_E_DOMAIN,
+    if (chk_swz(v)) return cute_err_setf(err, CUTE_E_DOMAIN,
                                       "%s: invalid swizzle Sw<%d,%d,%d>", who,
                                       (int)v->sw_b, (int)v->sw_m, (int)v->sw_s);
     /* fallthrough */
@@ -154,23 +137,23 @@ int cv_check(const cute_value *v, cute_err *err, const char *who) {
     if (!r && v->node[0].span != v->n) r = 1;
     break;
   case CUTE_V_SWIZZLE:
-    if (chk_swz(v)) return lerr_plain(err, CUTE_E_DOMAIN,
+    if (chk_swz(v)) return cute_err_setf(err, CUTE_E_DOMAIN,
                                       "%s: invalid swizzle Sw<%d,%d,%d>", who,
                                       (int)v->sw_b, (int)v->sw_m, (int)v->sw_s);
     break;
   default:
-    return lerr_plain(err, CUTE_E_ARG, "%s: malformed value (type %d)", who,
+    return cute_err_setf(err, CUTE_E_ARG, "%s: malformed value (type %d)", who,
                       (int)v->type);
   }
   if (r == 1)
-    return lerr_plain(err, CUTE_E_ARG, "%s: malformed value (bad node tree)", who);
+    return cute_err_setf(err, CUTE_E_ARG, "%s: malformed value (bad node tree)", who);
   if (r == 2) {
     char buf[400];
     sbuf b = {buf, sizeof buf, 0};
     buf[0] = 0;
     if (v->type == CUTE_V_LAYOUT || v->type == CUTE_V_COMPOSED) fmt_sub(&b, v, 0, 3);
     else fmt_sub(&b, v, 0, 4);
-    return lerr_plain(err, CUTE_E_DOMAIN,
+    return cute_err_setf(err, CUTE_E_DOMAIN,
                       "%s: layout %s has a zero or negative shape", who, buf);
   }
   return 0;
@@ -423,14 +406,14 @@ static void p_ws(parser *p) {
 static int p_unexpected(parser *p) {
   char c = p->s[p->pos];
   if (!c)
-    return lerr_plain(p->err, CUTE_E_PARSE,
+    return cute_err_setf(p->err, CUTE_E_PARSE,
                       "parse: unexpected end of input at column %d in \"%.400s\"",
                       p->pos + 1, p->s);
   if (c >= 32 && c < 127)
-    return lerr_plain(p->err, CUTE_E_PARSE,
+    return cute_err_setf(p->err, CUTE_E_PARSE,
                       "parse: unexpected '%c' at column %d in \"%.400s\"", c, p->pos + 1,
                       p->s);
-  return lerr_plain(p->err, CUTE_E_PARSE,
+  return cute_err_setf(p->err, CUTE_E_PARSE,
                     "parse: unexpected byte 0x%02x at column %d in \"%.400s\"",
                     (unsigned char)c, p->pos + 1, p->s);
 }
@@ -447,7 +430,7 @@ static int p_push(parser *p, int kind) {
 }
 
 static int p_cap(parser *p) {
-  return lerr_plain(p->err, CUTE_E_CAPACITY,
+  return cute_err_setf(p->err, CUTE_E_CAPACITY,
                     "parse: \"%.400s\" has more than %d nodes", p->s, CV_MAX);
 }
 
@@ -460,14 +443,14 @@ static int p_int(parser *p, int64_t *out) {
     int d = p->s[p->pos] - '0';
     if (__builtin_mul_overflow(x, (int64_t)10, &x) ||
         __builtin_sub_overflow(x, (int64_t)d, &x))
-      return lerr_plain(p->err, CUTE_E_OVERFLOW,
+      return cute_err_setf(p->err, CUTE_E_OVERFLOW,
                         "parse: integer at column %d overflows 64 bits in \"%.400s\"",
                         start + 1, p->s);
     p->pos++;
   }
   if (!neg) {
     if (x == INT64_MIN)
-      return lerr_plain(p->err, CUTE_E_OVERFLOW,
+      return cute_err_setf(p->err, CUTE_E_OVERFLOW,
                         "parse: integer at column %d overflows 64 bits in \"%.400s\"",
                         start + 1, p->s);
     x = -x;
@@ -582,16 +565,16 @@ static int pn_layout(parser *p, int k, cute_value *o) {
   int sl = p->nd[sh].end - p->nd[sh].beg, tl = p->nd[st].end - p->nd[st].beg;
   if (pn_has(p, sh, P_UNDER) || pn_has(p, st, P_UNDER) || pn_has(p, sh, P_LAYOUT) ||
       pn_has(p, st, P_LAYOUT))
-    return lerr_plain(p->err, CUTE_E_PARSE,
+    return cute_err_setf(p->err, CUTE_E_PARSE,
                       "parse: layout %.*s:%.*s may contain only integers in \"%.300s\"",
                       sl, p->s + p->nd[sh].beg, tl, p->s + p->nd[st].beg, p->s);
   if (!pn_congruent(p, sh, st))
-    return lerr_plain(p->err, CUTE_E_RANK,
+    return cute_err_setf(p->err, CUTE_E_RANK,
                       "parse: shape %.*s and stride %.*s are not congruent in \"%.300s\"",
                       sl, p->s + p->nd[sh].beg, tl, p->s + p->nd[st].beg, p->s);
   for (int q = sh; q < sh + p->nd[sh].span; q++)
     if (p->nd[q].kind == P_INT && p->nd[q].v <= 0)
-      return lerr_plain(p->err, CUTE_E_DOMAIN,
+      return cute_err_setf(p->err, CUTE_E_DOMAIN,
                         "parse: shape %lld in layout %.*s:%.*s must be positive",
                         (long long)p->nd[q].v, sl, p->s + p->nd[sh].beg, tl,
                         p->s + p->nd[st].beg);
@@ -629,9 +612,9 @@ static int pn_emit(parser *p, int k, cute_value *o) {
 }
 
 int cute_parse(const char *text, cute_value *out, cute_err *err) {
-  if (!out) return lerr_plain(err, CUTE_E_ARG, "parse: NULL output");
+  if (!out) return cute_err_setf(err, CUTE_E_ARG, "parse: NULL output");
   cv_init(out, CUTE_V_NONE);
-  if (!text) return lerr_plain(err, CUTE_E_ARG, "parse: NULL text");
+  if (!text) return cute_err_setf(err, CUTE_E_ARG, "parse: NULL text");
   parser P;
   parser *p = &P;
   p->s = text;
@@ -652,13 +635,13 @@ int cute_parse(const char *text, cute_value *out, cute_err *err) {
     }
     for (int k = 0; k < 3; k++)
       if (bms[k] < -62 || bms[k] > 62)
-        return lerr_plain(err, CUTE_E_DOMAIN, "parse: invalid swizzle in \"%.400s\"",
+        return cute_err_setf(err, CUTE_E_DOMAIN, "parse: invalid swizzle in \"%.400s\"",
                           text);
     out->sw_b = (int32_t)bms[0];
     out->sw_m = (int32_t)bms[1];
     out->sw_s = (int32_t)bms[2];
     if (chk_swz(out))
-      return lerr_plain(err, CUTE_E_DOMAIN, "parse: invalid swizzle Sw<%d,%d,%d> in \"%.400s\"",
+      return cute_err_setf(err, CUTE_E_DOMAIN, "parse: invalid swizzle Sw<%d,%d,%d> in \"%.400s\"",
                         (int)bms[0], (int)bms[1], (int)bms[2], text);
     p_ws(p);
     if (!p->s[p->pos]) { out->type = CUTE_V_SWIZZLE; return 0; }
@@ -674,7 +657,7 @@ int cute_parse(const char *text, cute_value *out, cute_err *err) {
     p_ws(p);
     if (p->s[p->pos]) return p_unexpected(p);
     if (p->nd[0].kind != P_LAYOUT)
-      return lerr_plain(err, CUTE_E_PARSE,
+      return cute_err_setf(err, CUTE_E_PARSE,
                         "parse: composed layout needs a layout after the offset, got "
                         "\"%.300s\"", text + start);
     TRY(pn_layout(p, 0, out));

@@ -8,7 +8,7 @@
 #ifndef CUTE_TUPLE_H
 #define CUTE_TUPLE_H
 
-#include "cute.h"
+#include "core.h"
 #include <stdarg.h>
 #include <stdint.h>
 
@@ -23,11 +23,9 @@ typedef struct lctx {
   int nargs;
 } lctx;
 
-/* Set err (code + "op: message in op(args)") and return code. */
+/* Set err (code + "op: message in op(args)") and return code.  Messages
+   without the operand suffix go straight to cute_err_setf (core.h). */
 int lerr(lctx *c, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* Same without the operand suffix. */
-int lerr_plain(cute_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 #define TRY(x) do { int r_ = (x); if (r_) return r_; } while (0)

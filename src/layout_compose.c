@@ -1,4 +1,4 @@
-/* layout_ops.c -- divides, products and the composite extras (tile_to_shape,
+/* layout_compose.c -- divides, products and the composite extras (tile_to_shape,
  * local_tile, local_partition, max_common_*), following CuTe C++ layout.hpp.
  */
 #include "layout.h"
