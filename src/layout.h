@@ -20,7 +20,7 @@ void fl_flatten(flat *f, const cute_value *v, int i);
 int fl_emit(lctx *c, cute_value *o, const flat *f);
 
 /* size / cosize / product of a subtree (layout shapes or IntTuple values) */
-int nd_product(lctx *c, const cute_value *v, int i, int64_t *out);
+int lay_product(lctx *c, const cute_value *v, int i, int64_t *out);
 int lay_cosize(lctx *c, const cute_value *v, int i, int64_t *out);
 
 int lay_coalesce(lctx *c, const cute_value *v, int i, flat *out);
@@ -65,7 +65,7 @@ int it_prefix_product(lctx *c, const cute_value *a, int ai, const cute_value *in
 /* helpers for composite ops */
 int lay_make_int(cute_value *o, int64_t n);              /* make_layout(n) */
 int lay_pad(lctx *c, const cute_value *v, int i, int rank, cute_value *o); /* append<R> */
-int cap_err(lctx *c);
+int lay_cap_err(lctx *c);
 
 /* ---- composite operations (layout_compose.c) ------------------------------ */
 /* kinds of divide / product */

@@ -49,7 +49,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define TRYB(x) do { if (x) return cap_err(c); } while (0)
+#define TRYB(x) do { if (x) return lay_cap_err(c); } while (0)
 
 /* ---- argument helpers ------------------------------------------------------------ */
 
@@ -222,7 +222,7 @@ static int op_measure(lctx *c, int op, const cute_value *a, int na, cute_value *
   TRY(want(c, a, 0, M_LAYOUT | M_INT | M_TUPLE | M_COMPOSED, "a layout or an IntTuple"));
   if (op == CUTE_OP_SIZE) {
     if (nd_has_under(&a[0], 0)) return lerr(c, CUTE_E_ARG, "_ has no size");
-    TRY(nd_product(c, a, 0, &x));
+    TRY(lay_product(c, a, 0, &x));
   } else {
     x = op == CUTE_OP_RANK ? nd_rank(a, 0) : nd_depth(a, 0);
   }
