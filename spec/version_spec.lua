@@ -57,10 +57,10 @@ describe("loading through CUTE_LIB", function()
   local dir = os.tmpname()
   os.remove(dir)
 
-  local function load_with(lib)
+  local function load_with(lib, before)
     local path = ("%s/lua/?.lua;%s/lua/?/init.lua;;"):format(root, root)
-    return sh(("cd /tmp && CUTE_LIB='%s' LUA_PATH='%s' luajit -e 'local cute = require(\"cute\"); " ..
-      "print(\"loaded \" .. cute.version .. \" from \" .. require(\"cute.ffi\").lib_path)'"):format(lib, path))
+    return sh(("cd /tmp && CUTE_LIB='%s' LUA_PATH='%s' luajit -e '%s local cute = require(\"cute\"); " ..
+      "print(\"loaded \" .. cute.version .. \" from \" .. require(\"cute.ffi\").lib_path)'"):format(lib, path, before or ""))
   end
 
   -- a stand-in library: cute_version always, cute_abi_version when abi is given
@@ -115,6 +115,14 @@ describe("loading through CUTE_LIB", function()
     local out = load_with(dir .. "/nowhere/libcute.so")
     assert.is_falsy(out:find("rc=0", 1, true), out)
     assert.is_truthy(out:find("CUTE_LIB=" .. dir .. "/nowhere/libcute.so: cannot load it", 1, true), out)
+  end)
+
+  it("declarations of cute_err made before cute loads are refused, not trusted", function()
+    if not ready() then return end
+    local out = load_with(root .. "/build/libcute.so",
+      'require("ffi").cdef("typedef struct cute_err { int code; char msg[1020]; } cute_err;")')
+    assert.is_falsy(out:find("rc=0", 1, true), out)
+    assert.is_truthy(out:find("cute_err is declared, CUTE_ABI is not", 1, true), out)
   end)
 
   teardown(function() sh("rm -rf '" .. dir .. "'") end)
