@@ -161,8 +161,7 @@ static int64_t swz_apply(int B, int M, int S, int64_t x) {
 }
 
 static int swz_ok(lctx *c, int64_t B, int64_t M, int64_t S) {
-  if (B < 0 || M < 0 || B > 62 || M > 62 || S < -62 || S > 62 ||
-      B + M + (S < 0 ? -S : S) > 62)
+  if (!cv_swizzle_ok(B, M, S))
     return lerr(c, CUTE_E_DOMAIN, "invalid swizzle Sw<%lld,%lld,%lld>", (long long)B,
                 (long long)M, (long long)S);
   return 0;
@@ -826,8 +825,7 @@ int cute_layout_crd2idx(const cute_value *L, const int64_t *crd, int n, int64_t 
   if (e == 3) return cute_err_setf(err, CUTE_E_DOMAIN, "crd2idx: zero or negative shape");
   if (L->type == CUTE_V_COMPOSED) {
     int B = L->sw_b, M = L->sw_m, S = L->sw_s;
-    if (B < 0 || M < 0 || B > 62 || M > 62 || S < -62 || S > 62 ||
-        B + M + (S < 0 ? -S : S) > 62)
+    if (!cv_swizzle_ok(B, M, S))
       return cute_err_setf(err, CUTE_E_DOMAIN, "crd2idx: invalid swizzle");
     if (__builtin_add_overflow(acc, L->offset, &acc))
       return cute_err_setf(err, CUTE_E_OVERFLOW, "crd2idx: 64-bit overflow");

@@ -54,6 +54,11 @@ static inline int nd_unwrap(const cute_value *v, int i) {
 /* Structural check of a whole value (kinds, spans, bounds, shapes > 0 in
    layouts).  Returns 0 or sets err. */
 int cv_check(const cute_value *v, cute_err *err, const char *who);
+/* Sw<B,M,S> is usable: 0 <= B, M <= 62, |S| <= 62 and B + M + |S| <= 62. */
+int cv_swizzle_ok(int64_t B, int64_t M, int64_t S);
+/* v is a LAYOUT or COMPOSED value with a well-formed tree; unlike cv_check,
+   shapes <= 0 pass (results of complement carry them when printed). */
+int cv_layout_tree_ok(const cute_value *v);
 
 /* ---- builders -------------------------------------------------------------- */
 void cv_init(cute_value *o, int type);
@@ -63,7 +68,7 @@ int nb_open(cute_value *o, int *idx);
 void nb_close(cute_value *o, int idx);            /* fixes a (children) and span */
 int nb_copy(cute_value *o, const cute_value *s, int i); /* copy subtree */
 
-/* ---- formatting ------------------------------------------------------------ */
+/* ---- formatting (tuple_text.c) ----------------------------------------------- */
 /* Append text of a subtree.  mode: 0 = IntTuple (a), 1 = layout shape (a),
    2 = layout stride (b), 3 = full layout "shape:stride", 4 = tiler element. */
 typedef struct sbuf { char *p; size_t cap, len; } sbuf;
