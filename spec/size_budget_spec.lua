@@ -12,14 +12,23 @@ local function write(path, lines)
   f:close()
 end
 
+local function ready()
+  local f = io.open("tools/size_budget.sh")
+  if f then f:close() return true end
+  pending("tools/size_budget.sh not found (run from the repository root; the bundle has no sources)")
+  return false
+end
+
 describe("tools/size_budget.sh", function()
   it("passes on this tree: no file over the budget", function()
+    if not ready() then return end
     local out = run(".")
     assert.is_truthy(out:find(" 0 failed", 1, true), out)
     assert.is_truthy(out:find("rc=0", 1, true), out)
   end)
 
   it("names a file over 1,000 lines and fails; 1,000 lines is within", function()
+    if not ready() then return end
     local dir = os.tmpname()
     os.remove(dir)
     os.execute(("mkdir -p '%s/src' '%s/include' '%s/lua/cute'"):format(dir, dir, dir))
