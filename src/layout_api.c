@@ -350,7 +350,19 @@ static int op_inverse(lctx *c, int op, const cute_value *a, int na, cute_value *
                                      : lay_left_inverse(c, a, 0, o);
 }
 
-/* logical / zipped / tiled / flat_divide [A, tiler] (codes in LO_* order) */
+/* the divide and product families pass op - first code as their LO_* kind */
+_Static_assert(CUTE_OP_ZIPPED_DIVIDE - CUTE_OP_LOGICAL_DIVIDE == LO_ZIPPED &&
+                   CUTE_OP_TILED_DIVIDE - CUTE_OP_LOGICAL_DIVIDE == LO_TILED &&
+                   CUTE_OP_FLAT_DIVIDE - CUTE_OP_LOGICAL_DIVIDE == LO_FLAT && LO_LOGICAL == 0,
+               "divide codes in LO_* order");
+_Static_assert(CUTE_OP_ZIPPED_PRODUCT - CUTE_OP_LOGICAL_PRODUCT == LO_ZIPPED &&
+                   CUTE_OP_TILED_PRODUCT - CUTE_OP_LOGICAL_PRODUCT == LO_TILED &&
+                   CUTE_OP_FLAT_PRODUCT - CUTE_OP_LOGICAL_PRODUCT == LO_FLAT &&
+                   CUTE_OP_BLOCKED_PRODUCT - CUTE_OP_LOGICAL_PRODUCT == LO_BLOCKED &&
+                   CUTE_OP_RAKED_PRODUCT - CUTE_OP_LOGICAL_PRODUCT == LO_RAKED,
+               "product codes in LO_* order");
+
+/* logical / zipped / tiled / flat_divide [A, tiler] */
 static int op_divide(lctx *c, int op, const cute_value *a, int na, cute_value *o,
                      cute_value *o2) {
   TRY(want_layout(c, a, 0));
