@@ -113,7 +113,7 @@ $(A)/cuteluajit: $(A)/obj/main.o $(ASAN_OBJS)
 # ---- C tests and the embedding example --------------------------------------------
 # The layout and driver tests need no LLVM: built straight from the sources,
 # with ASan and UBSan.  The IR/codegen test links libcute.so.
-LAYOUT_SRCS := src/core.c src/tuple.c $(wildcard src/layout*.c)
+LAYOUT_SRCS := src/core.c $(wildcard src/tuple*.c) $(wildcard src/layout*.c)
 $(B)/test_oracle_c: tests/oracle_c.c $(LAYOUT_SRCS) $(HEADERS) | $(B)/obj
 	@echo "  CC/SAN  $@"
 	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) $(SAN) -Iinclude -o $@ tests/oracle_c.c $(LAYOUT_SRCS)

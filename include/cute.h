@@ -55,7 +55,19 @@ typedef struct cute_err {
   char msg[1020];
 } cute_err;
 
+/* This build's version and ABI number, written once, here.  The library
+   reports them (cute_version() = "cuteluajit 0.1.0", cute_abi_version() =
+   CUTE_ABI) and the Lua modules, whose ffi.cdef is the CDEF blocks of
+   include/cute*.h, compare CUTE_ABI with the loaded library's at load
+   (lua/cute/ffi.lua): a libcute.so of another build is refused with both
+   versions and its path.  Bump CUTE_ABI with every change to a CDEF block
+   that an older library or older Lua modules would not match. */
+enum {
+  CUTE_VERSION_MAJOR = 0, CUTE_VERSION_MINOR = 1, CUTE_VERSION_PATCH = 0,
+  CUTE_ABI = 1
+};
 const char *cute_version(void);
+int cute_abi_version(void);
 const char *cute_status_name(int code);
 
 /* ---- values ------------------------------------------------------------ */
@@ -154,9 +166,12 @@ enum {
 };
 
 /* Name of an op ("logical_divide"), or NULL; and the reverse lookup (-1 if
-   unknown). */
+   unknown).  cute_op_arity: the numbers of arguments op accepts (either
+   pointer may be NULL); 0, or CUTE_E_ARG for an unknown op.  The Lua
+   bindings read names and arities from here. */
 const char *cute_op_name(int op);
 int cute_op_lookup(const char *name);
+int cute_op_arity(int op, int *min_args, int *max_args);
 
 /* Apply op to nargs arguments.  Results: *out, and for slice_and_offset the
    offset in out2 (a CUTE_V_INT).  out/out2 may not alias args. */

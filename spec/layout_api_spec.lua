@@ -176,3 +176,61 @@ describe("cute.dice (CuTe DSL's dice(src, dicer): keep the modes paired with an 
     assert.is_truthy(util.has(e2, "x"), e2)
   end)
 end)
+
+describe("the op table (names and arities read from the C core)", function()
+  local ffi = require("ffi")
+  local C = require("cute.ffi").C
+  local function arity(k)
+    local mn, mx = ffi.new("int[1]"), ffi.new("int[1]")
+    assert.are.equal(0, C.cute_op_arity(k, mn, mx))
+    return mn[0], mx[0]
+  end
+  local function err_of(f, ...)
+    local ok, e = pcall(f, ...)
+    assert.is_false(ok)
+    return tostring(e)
+  end
+
+  it("every op code has a name, a lookup and an arity; unknown codes have none", function()
+    local n = tonumber(C.CUTE_OP_COUNT_)
+    assert.is_true(n >= 49, "found " .. n .. " ops")
+    for k = 0, n - 1 do
+      local name = ffi.string(C.cute_op_name(k))
+      assert.are.equal(k, C.cute_op_lookup(name))
+      local mn, mx = arity(k)
+      assert.is_true(mn >= 1 and mn <= mx and mx <= 4, name .. ": " .. mn .. ".." .. mx)
+    end
+    for _, k in ipairs({ -1, n, n + 7, 2 ^ 31 - 1 }) do
+      assert.are.equal(C.CUTE_E_ARG, C.cute_op_arity(k, nil, nil))
+      assert.is_true(C.cute_op_name(k) == nil)
+    end
+    assert.are.equal(-1, C.cute_op_lookup("no_such_op"))
+  end)
+
+  it("cute.<op> accepts exactly the C arity: one argument too many names it", function()
+    local L = cute.make_layout({ 4, 2 })
+    for k = 0, tonumber(C.CUTE_OP_COUNT_) - 1 do
+      local name = ffi.string(C.cute_op_name(k))
+      local mn, mx = arity(k)
+      local f = cute[name]
+      assert.is_function(f, name)
+      if mx < 5 and name ~= "slice_and_offset" and not name:find("congruent") and name ~= "compatible" then
+        local want = mn == mx and tostring(mn) or (mn .. " to " .. mx)
+        local e = err_of(f, L, L, L, L, L)
+        assert.is_truthy(e:find("cute." .. name .. ": expected " .. want .. " argument(s), got 5", 1, true), e)
+      end
+    end
+  end)
+
+  it("crd2idx takes (crd, L) as in C, and swizzle takes (Sw, x)", function()
+    local L = cute.make_layout({ 4, 2 }, { 2, 1 })
+    assert.are.equal(3 * 2 + 1, cute.crd2idx({ 3, 1 }, L))
+    assert.are.equal(cute.crd2idx({ 3, 1 }, { 4, 2 }, { 2, 1 }), cute.crd2idx({ 3, 1 }, L))
+    local sw = cute.make_swizzle(3, 4, 3)
+    for _, x in ipairs({ 0, 1, 127, 1000, 4095 }) do
+      assert.are.equal(cute.swizzle(3, 4, 3, x), cute.swizzle(sw, x))
+    end
+    local e = err_of(cute.crd2idx, 1)
+    assert.is_truthy(e:find("cute.crd2idx: expected 2 to 3 argument(s), got 1", 1, true), e)
+  end)
+end)

@@ -9,10 +9,10 @@
 
 #include <string.h>
 
-int cap_err(lctx *c) {
+int lay_cap_err(lctx *c) {
   return lerr(c, CUTE_E_CAPACITY, "result has more than %d nodes", CV_MAX);
 }
-#define TRYB(x) do { if (x) return cap_err(c); } while (0)
+#define TRYB(x) do { if (x) return lay_cap_err(c); } while (0)
 
 /* ---- flat lists ------------------------------------------------------------ */
 
@@ -56,7 +56,7 @@ static const char *fl_fmt(char *buf, size_t cap, const flat *f) {
 
 /* ---- scalar helpers ---------------------------------------------------------- */
 
-int nd_product(lctx *c, const cute_value *v, int i, int64_t *out) {
+int lay_product(lctx *c, const cute_value *v, int i, int64_t *out) {
   int64_t p = 1;
   for (int k = i; k < i + v->node[i].span; k++)
     if (v->node[k].kind == CUTE_N_INT) TRY(ck_mul(c, p, v->node[k].a, &p));
@@ -346,7 +346,7 @@ static int complement_core(lctx *c, const flat *F, const cute_value *ct, int cti
   char b1[400];
   if (!F->tup && F->d[0] == 0) {
     int64_t P = ctn;
-    if (ct) TRY(nd_product(c, ct, cti, &P));
+    if (ct) TRY(lay_product(c, ct, cti, &P));
     TRYB(nb_leaf(o, P, P == 1 ? 0 : 1));
     return 0;
   }
@@ -383,7 +383,7 @@ static int complement_core(lctx *c, const flat *F, const cute_value *ct, int cti
     cute_value tmp;
     cv_init(&tmp, CUTE_V_TUPLE);
     TRY(it_ceil_div_n(c, ct, cti, nst, &tmp));
-    TRY(nd_product(c, &tmp, 0, &rest));
+    TRY(lay_product(c, &tmp, 0, &rest));
   } else {
     TRY(cd_int(c, ctn, nst, &rest));
   }
@@ -503,7 +503,7 @@ static int crd_int(lctx *c, int64_t x, const cute_value *l, int li, int64_t *out
       TRY(crd_int(c, x, l, j, &r));
     } else {
       int64_t p, q;
-      TRY(nd_product(c, l, j, &p));
+      TRY(lay_product(c, l, j, &p));
       if (p == 0) return lerr(c, CUTE_E_DOMAIN, "zero shape in layout");
       TRY(ck_div(c, x, p, &q));
       TRY(crd_int(c, smod(x, p), l, j, &r));
@@ -670,7 +670,7 @@ static int it_fold_n(lctx *c, int_fn f, const cute_value *a, int ai, int64_t b,
   for (int k = 0, j = ai + 1; k < nd->a; k++, j += a->node[j].span) {
     int64_t p;
     TRY(it_fold_n(c, f, a, j, rest, o));
-    TRY(nd_product(c, a, j, &p));
+    TRY(lay_product(c, a, j, &p));
     TRY(f(c, rest, p, &rest));
   }
   nb_close(o, t);
@@ -701,7 +701,7 @@ static int it_binop(lctx *c, int_fn f, int pad, const cute_value *a, int ai,
     return 0;
   }
   int64_t bv;
-  TRY(nd_product(c, b, bi, &bv));
+  TRY(lay_product(c, b, bi, &bv));
   return it_fold_n(c, f, a, ai, bv, o);
 }
 
@@ -723,7 +723,7 @@ static int it_pp_n(lctx *c, const cute_value *a, int ai, int64_t init, cute_valu
   for (int k = 0, j = ai + 1; k < nd->a; k++, j += a->node[j].span) {
     int64_t p;
     TRY(it_pp_n(c, a, j, init, o));
-    TRY(nd_product(c, a, j, &p));
+    TRY(lay_product(c, a, j, &p));
     TRY(ck_mul(c, init, p, &init));
   }
   nb_close(o, t);

@@ -20,7 +20,7 @@ void fl_flatten(flat *f, const cute_value *v, int i);
 int fl_emit(lctx *c, cute_value *o, const flat *f);
 
 /* size / cosize / product of a subtree (layout shapes or IntTuple values) */
-int nd_product(lctx *c, const cute_value *v, int i, int64_t *out);
+int lay_product(lctx *c, const cute_value *v, int i, int64_t *out);
 int lay_cosize(lctx *c, const cute_value *v, int i, int64_t *out);
 
 int lay_coalesce(lctx *c, const cute_value *v, int i, flat *out);
@@ -65,11 +65,9 @@ int it_prefix_product(lctx *c, const cute_value *a, int ai, const cute_value *in
 /* helpers for composite ops */
 int lay_make_int(cute_value *o, int64_t n);              /* make_layout(n) */
 int lay_pad(lctx *c, const cute_value *v, int i, int rank, cute_value *o); /* append<R> */
-int cap_err(lctx *c);
+int lay_cap_err(lctx *c);
 
-#endif
-
-/* ---- composite operations (layout_ops.c) ---------------------------------- */
+/* ---- composite operations (layout_compose.c) ------------------------------ */
 /* kinds of divide / product */
 enum { LO_LOGICAL, LO_ZIPPED, LO_TILED, LO_FLAT, LO_BLOCKED, LO_RAKED };
 /* B: any value accepted as a tiler (LAYOUT, INT, TUPLE, TILER, UNDER) */
@@ -87,3 +85,5 @@ int lo_local_partition(lctx *c, const cute_value *L, const cute_value *thr,
 /* max_common_layout (vec = 0) or max_common_vector (vec = 1, result in *n) */
 int lo_max_common(lctx *c, const cute_value *A, const cute_value *B, int vec,
                   cute_value *o, int64_t *n);
+
+#endif

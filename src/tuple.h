@@ -8,7 +8,7 @@
 #ifndef CUTE_TUPLE_H
 #define CUTE_TUPLE_H
 
-#include "cute.h"
+#include "core.h"
 #include <stdarg.h>
 #include <stdint.h>
 
@@ -23,11 +23,9 @@ typedef struct lctx {
   int nargs;
 } lctx;
 
-/* Set err (code + "op: message in op(args)") and return code. */
+/* Set err (code + "op: message in op(args)") and return code.  Messages
+   without the operand suffix go straight to cute_err_setf (core.h). */
 int lerr(lctx *c, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* Same without the operand suffix. */
-int lerr_plain(cute_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 #define TRY(x) do { int r_ = (x); if (r_) return r_; } while (0)
@@ -56,6 +54,11 @@ static inline int nd_unwrap(const cute_value *v, int i) {
 /* Structural check of a whole value (kinds, spans, bounds, shapes > 0 in
    layouts).  Returns 0 or sets err. */
 int cv_check(const cute_value *v, cute_err *err, const char *who);
+/* Sw<B,M,S> is usable: 0 <= B, M <= 62, |S| <= 62 and B + M + |S| <= 62. */
+int cv_swizzle_ok(int64_t B, int64_t M, int64_t S);
+/* v is a LAYOUT or COMPOSED value with a well-formed tree; unlike cv_check,
+   shapes <= 0 pass (results of complement carry them when printed). */
+int cv_layout_tree_ok(const cute_value *v);
 
 /* ---- builders -------------------------------------------------------------- */
 void cv_init(cute_value *o, int type);
@@ -65,7 +68,7 @@ int nb_open(cute_value *o, int *idx);
 void nb_close(cute_value *o, int idx);            /* fixes a (children) and span */
 int nb_copy(cute_value *o, const cute_value *s, int i); /* copy subtree */
 
-/* ---- formatting ------------------------------------------------------------ */
+/* ---- formatting (tuple_text.c) ----------------------------------------------- */
 /* Append text of a subtree.  mode: 0 = IntTuple (a), 1 = layout shape (a),
    2 = layout stride (b), 3 = full layout "shape:stride", 4 = tiler element. */
 typedef struct sbuf { char *p; size_t cap, len; } sbuf;

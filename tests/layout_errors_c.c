@@ -4,6 +4,7 @@
  *   usage: layout_errors_c [iterations]
  */
 #include "cute.h"
+#include "../src/core.h" /* cute_err_setf: internal, linked from src/core.c */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -326,6 +327,62 @@ static void extremes(void) {
   CHECK(cute_value_check(&a[1], "ok", NULL) == 0, "valid value rejected");
 }
 
+/* the one error formatter (src/core.c), the op table's reflection, the version */
+static void formatter_table_version(void) {
+  cute_err e;
+  char big[3000];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = 0;
+  CHECK(cute_err_setf(&e, CUTE_E_DOMAIN, "op: %s", big) == CUTE_E_DOMAIN, "setf returns the code");
+  CHECK(e.code == CUTE_E_DOMAIN, "setf sets the code");
+  CHECK(strlen(e.msg) == sizeof e.msg - 1, "a long message fills msg: %zu", strlen(e.msg));
+  CHECK(strncmp(e.msg, "op: xxx", 7) == 0, "a long message keeps its start: %.20s", e.msg);
+  CHECK(strcmp(e.msg + sizeof e.msg - 4, "...") == 0, "a cut message ends in ...");
+  CHECK(cute_err_setf(NULL, CUTE_E_ARG, "%s", big) == CUTE_E_ARG, "NULL err: only the code");
+  cute_err_setf(&e, CUTE_E_RANK, "inner %d", 7);
+  cute_err_setf(&e, e.code, "outer: %s", e.msg); /* arguments inside e.msg */
+  CHECK(strcmp(e.msg, "outer: inner 7") == 0 && e.code == CUTE_E_RANK, "prefixing: %s", e.msg);
+  memset(e.msg, 'y', sizeof e.msg - 1);
+  e.msg[sizeof e.msg - 1] = 0;
+  cute_err_setf(&e, CUTE_E_ARG, "pre %s", e.msg);
+  CHECK(strncmp(e.msg, "pre yyy", 7) == 0 && strlen(e.msg) == sizeof e.msg - 1 &&
+            strcmp(e.msg + sizeof e.msg - 4, "...") == 0,
+        "prefixing a full message: %.12s", e.msg);
+  CHECK(cute_err_setf(&e, CUTE_E_ARG, "%s", "") == CUTE_E_ARG && e.msg[0] == 0, "empty message");
+
+  for (int op = 0; op < CUTE_OP_COUNT_; op++) {
+    int mn = -1, mx = -1;
+    const char *name = cute_op_name(op);
+    CHECK(name != NULL, "op %d has a name", op);
+    CHECK(cute_op_arity(op, &mn, &mx) == 0 && mn >= 1 && mn <= mx && mx <= 4,
+          "op %d arity %d..%d", op, mn, mx);
+    CHECK(cute_op_arity(op, NULL, NULL) == 0, "op %d arity with NULL outputs", op);
+    if (!name) continue;
+    CHECK(cute_op_lookup(name) == op, "lookup %s", name);
+    static cute_value a[5], out;
+    for (int k = 0; k < 5; k++) cute_parse("(4,2):(1,4)", &a[k], &e);
+    int too_many = mx + 1, too_few = mn - 1;
+    CHECK(cute_op(op, a, too_many, &out, NULL, &e) == CUTE_E_ARG && strstr(e.msg, "takes") &&
+              strncmp(e.msg, name, strlen(name)) == 0,
+          "%s with %d arguments: %s", name, too_many, e.msg);
+    if (too_few >= 0)
+      CHECK(cute_op(op, a, too_few, &out, NULL, &e) == CUTE_E_ARG && strstr(e.msg, "takes"),
+            "%s with %d arguments: %s", name, too_few, e.msg);
+  }
+  int bad[] = {-1, CUTE_OP_COUNT_, CUTE_OP_COUNT_ + 1, 1 << 30};
+  for (int k = 0; k < 4; k++) {
+    CHECK(cute_op_arity(bad[k], NULL, NULL) == CUTE_E_ARG, "arity of unknown op %d", bad[k]);
+    CHECK(cute_op_name(bad[k]) == NULL, "name of unknown op %d", bad[k]);
+  }
+  CHECK(cute_op_lookup(NULL) == -1 && cute_op_lookup("nope") == -1, "lookup of unknown names");
+
+  char v[64];
+  snprintf(v, sizeof v, "cuteluajit %d.%d.%d", CUTE_VERSION_MAJOR, CUTE_VERSION_MINOR,
+           CUTE_VERSION_PATCH);
+  CHECK(strcmp(cute_version(), v) == 0, "version %s, want %s", cute_version(), v);
+  CHECK(cute_abi_version() == CUTE_ABI, "ABI %d, want %d", cute_abi_version(), (int)CUTE_ABI);
+}
+
 int main(int argc, char **argv) {
   long iters = argc > 1 ? atol(argv[1]) : 3000;
 
@@ -402,6 +459,7 @@ int main(int argc, char **argv) {
   }
   properties(iters / 8 + 1);
   extremes();
+  formatter_table_version();
   cute_err e;
   CHECK(cute_parse(NULL, &args[0], &e) == CUTE_E_ARG, "NULL text");
   CHECK(cute_parse("1", NULL, &e) == CUTE_E_ARG, "NULL out");

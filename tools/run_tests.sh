@@ -3,7 +3,7 @@
 #   busted specs (spec/) under build/cuteluajit
 #   the same specs under the ASan+UBSan build (build/asan/cuteluajit)
 #   the C API test (build/test_capi), the embedding example (build/embed)
-#   a short fuzz run
+#   a short fuzz run, the size budget (tools/size_budget.sh)
 # TEST_ONLY=asan runs only the sanitizer suite.
 B=build
 P=0; F=0; S=0
@@ -46,6 +46,7 @@ if [ "${TEST_ONLY:-}" != asan ]; then
   count_plain "C CUDA driver layer (ASan)" $B/test_cuda_c
   count_plain "C IR and codegen" $B/test_ir_c
   count_plain "embed example" $B/embed
+  count_plain "size budget (1,000 lines a file)" sh tools/size_budget.sh
 fi
 # Sanitizers: our C code instrumented (LuaJIT itself is not).
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -286,25 +286,17 @@ local function def(name, minargs, maxargs, lname)
   end
 end
 
-for _, d in ipairs({
-  { "size", 1, 1 }, { "cosize", 1, 1 }, { "rank", 1, 1 }, { "depth", 1, 1 },
-  { "shape", 1, 1 }, { "stride", 1, 1 }, { "get", 2, 2 },
-  { "crd2idx", 3, 3 }, { "idx2crd", 2, 3 },
-  { "coalesce", 1, 2 }, { "filter", 1, 2 },
-  { "composition", 2, 2 }, { "complement", 1, 2 },
-  { "right_inverse", 1, 1 }, { "left_inverse", 1, 1 },
-  { "logical_divide", 2, 2 }, { "zipped_divide", 2, 2 }, { "tiled_divide", 2, 2 },
-  { "flat_divide", 2, 2 },
-  { "logical_product", 2, 2 }, { "zipped_product", 2, 2 }, { "tiled_product", 2, 2 },
-  { "flat_product", 2, 2 }, { "blocked_product", 2, 2 }, { "raked_product", 2, 2 },
-  { "shape_div", 2, 2 }, { "ceil_div", 2, 2 }, { "prefix_product", 1, 2 },
-  { "slice", 2, 2 }, { "swizzle", 4, 4 }, { "composed_layout", 2, 2 },
-  { "make_layout_left", 1, 1 }, { "make_layout_right", 1, 1 },
-  { "make_ordered_layout", 2, 2 }, { "make_identity_layout", 1, 1 },
-  { "append", 2, 3 }, { "prepend", 2, 3 }, { "group", 3, 3 }, { "flatten", 1, 1 },
-  { "select", 2, 2 }, { "max_common_layout", 2, 2 }, { "max_common_vector", 2, 2 },
-  { "tile_to_shape", 2, 3 }, { "local_tile", 3, 3 }, { "local_partition", 3, 3 },
-}) do def(d[1], d[2], d[3]) end
+-- Every op of the C table (src/layout_api.c) under its own name, with the
+-- arity the C table gives it; the ops with their own results are redefined below.
+do
+  local lo, hi = ffi.new("int[1]"), ffi.new("int[1]")
+  for k = 0, tonumber(C.CUTE_OP_COUNT_) - 1 do
+    local name = C.cute_op_name(k)
+    if name ~= nil and C.cute_op_arity(k, lo, hi) == 0 then
+      def(ffi.string(name), lo[0], hi[0])
+    end
+  end
+end
 
 for _, name in ipairs({ "congruent", "compatible", "weakly_congruent" }) do
   M[name] = function(a, b)

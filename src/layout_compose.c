@@ -1,11 +1,11 @@
-/* layout_ops.c -- divides, products and the composite extras (tile_to_shape,
+/* layout_compose.c -- divides, products and the composite extras (tile_to_shape,
  * local_tile, local_partition, max_common_*), following CuTe C++ layout.hpp.
  */
 #include "layout.h"
 
 #include <string.h>
 
-#define TRYB(x) do { if (x) return cap_err(c); } while (0)
+#define TRYB(x) do { if (x) return lay_cap_err(c); } while (0)
 
 /* ---- logical divide / product on one layout tiler ------------------------------ */
 
@@ -30,7 +30,7 @@ static int ld_layout(lctx *c, const cute_value *a, int ai, const cute_value *b, 
 static int lp_layout(lctx *c, const cute_value *a, int ai, const cute_value *b, int bi,
                      cute_value *o) {
   int64_t sz, cs, n;
-  TRY(nd_product(c, a, ai, &sz));
+  TRY(lay_product(c, a, ai, &sz));
   TRY(lay_cosize(c, b, bi, &cs));
   TRY(ck_mul(c, sz, cs, &n));
   cute_value T;
@@ -229,9 +229,9 @@ typedef struct ordset { int n; int64_t ord[CV_MAX], prod[CV_MAX]; } ordset;
 static int ord_collect(lctx *c, const cute_value *sh, int si, const cute_value *od, int oi,
                        ordset *S) {
   if (!nd_is_tuple(od, oi)) {
-    if (S->n >= CV_MAX) return cap_err(c);
+    if (S->n >= CV_MAX) return lay_cap_err(c);
     S->ord[S->n] = od->node[oi].a;
-    TRY(nd_product(c, sh, si, &S->prod[S->n]));
+    TRY(lay_product(c, sh, si, &S->prod[S->n]));
     S->n++;
     return 0;
   }
@@ -289,8 +289,8 @@ int lo_tile_to_shape(lctx *c, const cute_value *blk, const cute_value *shp,
   TRYB(nb_open(&PS, &h));
   for (int k = 0; k < R; k++) {
     int64_t bs, ts, q;
-    TRY(nd_product(c, &PB, nd_child(&PB, 0, k), &bs));
-    TRY(nd_product(c, shp, nd_child(shp, 0, k), &ts));
+    TRY(lay_product(c, &PB, nd_child(&PB, 0, k), &bs));
+    TRY(lay_product(c, shp, nd_child(shp, 0, k), &ts));
     if (bs == 0 || ts % bs != 0) {
       char b1[300], b2[300];
       return lerr(c, CUTE_E_DOMAIN, "block shape %s does not divide the target shape %s",
@@ -366,7 +366,7 @@ int lo_local_partition(lctx *c, const cute_value *L, const cute_value *thr,
   for (int k = 0; k < R; k++) {
     int tk = nd_child(thr, 0, k);
     int64_t p, fc;
-    TRY(nd_product(c, thr, tk, &p));
+    TRY(lay_product(c, thr, tk, &p));
     TRYB(nb_leaf(&T, p, 0));
     cv_init(&CL, CUTE_V_LAYOUT);
     TRY(lay_compact(c, thr, tk, 0, 1, &CL));
