@@ -1,18 +1,20 @@
 -- bench/launch_overhead.lua: the Lua cost of one launch, without a GPU.
 --
 --   CUTE_NO_WARMUP=1 build/cuteluajit bench/launch_overhead.lua [launches]
+--   (CUTE_JITV=file: LuaJIT's trace log, to check that each loop is one trace)
 --
 -- The driver's launch call is replaced by a stub (K._use_driver) and the
 -- kernel's build by a fake entry (its parameter writer stores the arguments'
 -- pointers and scalar like the generated one), so what is timed is the cache
 -- lookup, the overlap test, the parameter writer and the launch plumbing of
--- each call style.  Prints ns per launch, best of 7 repetitions.  The GPU
+-- each call style.  Prints ns per launch, best of 15 repetitions.  The GPU
 -- figure against a raw C cuLaunchKernel loop is bench/kernels.lua section 1.
 local cute = require("cute")
 local ffi = require("ffi")
 local K = require("cute.kernel")
 
 local n = tonumber(arg and arg[1]) or 2000000
+if os.getenv("CUTE_JITV") then require("jit.v").on(os.getenv("CUTE_JITV")) end
 local launched = 0
 K._use_driver({
   cute_cuda_launch = function() launched = launched + 1; return 0 end,
@@ -41,7 +43,7 @@ local s = cute.Float32(2)
 local function best(name, f)
   f(1000)
   local b = math.huge
-  for _ = 1, 7 do
+  for _ = 1, 15 do
     local t0 = os.clock()
     f(n)
     b = math.min(b, (os.clock() - t0) / n * 1e9)

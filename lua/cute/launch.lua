@@ -200,7 +200,9 @@ local function fail_launch(self)
 end
 
 -- A launcher for cfg (checked here, at the user's k:launch line): its own
--- copy of the dimensions, smem, stream and cluster.
+-- copy of the dimensions, smem, stream and cluster.  (k:launch gives it the
+-- Launcher metatable; k(cfg, ...) uses it bare, which LuaJIT can keep from
+-- being allocated at all.)
 local function new_launcher(self, cfg)
   sp.check_cfg(self, cfg)
   local what = ("cute.kernel %s launch"):format(self.name)
@@ -221,7 +223,7 @@ local function new_launcher(self, cfg)
   if cfg.cluster ~= nil then
     l.cx, l.cy, l.cz = rt.launch_dims(cfg.cluster, "cluster", what, false)
   end
-  return setmetatable(l, Launcher)
+  return l
 end
 M.new_launcher = new_launcher
 
@@ -347,7 +349,7 @@ function M.init(kmod, kernel_mt)
     if getmetatable(self) ~= Kernel then
       cf.fail(("cute.kernel: call k:launch(...) with ':' (got %s as the kernel)"):format(type(self)))
     end
-    return new_launcher(self, cfg)
+    return setmetatable(new_launcher(self, cfg), Launcher)
   end
 
   -- direct form: k(cfg, args...)
