@@ -320,7 +320,6 @@ local function call_launch(self, l, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11
   return fast_launcher(n)(self, l, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
 end
 
-Launcher.__index = Launcher
 Launcher.__call = function(l, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...)
   if select("#", ...) > 0 then return call_launch(l.k, l, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...) end
   return call_launch(l.k, l, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)

@@ -1,12 +1,15 @@
 -- cute.specialise: what a kernel binary is specialised on (docs/DSL.md,
 -- "Specialisation keys"), and the checks a call passes before it is traced.
 --
--- The kernel cache (kernel.lua) has one table level per argument, keyed by
--- arg_key(argument); the level after the last argument holds a group
+-- A cache of binaries by call (launch.lua keeps one per kernel and device,
+-- k.caches[device]; M.find and M.group walk one) has one table level per
+-- argument, keyed by arg_key(argument); the level after the last argument
+-- holds a group
 --   { mask = f or false, [overlap mask] = entry }
 -- where f(a1, ..., an) is generated per signature: it returns the overlap
 -- mask of the call's tensor arguments (bit i-1 set when argument i overlaps
--- another tensor argument; -1 for a tensor without a device address).
+-- another tensor argument; -1 for a tensor without a device address).  The
+-- generated launchers (launch.lua) inline the same walk.
 --
 -- Key spaces never meet:
 --   number / boolean      itself (NaN -> "n:nan", -0 -> "n:-0")
