@@ -200,35 +200,47 @@ local function fail_launch(self)
 end
 
 -- A launcher for cfg (checked here, at the user's k:launch line): its own
--- copy of the dimensions, smem, stream and cluster.  (k:launch gives it the
--- Launcher metatable; k(cfg, ...) uses it bare, which LuaJIT can keep from
--- being allocated at all.)
+-- copy of the dimensions, smem, stream and cluster.
+local function launch_what(self)
+  local what = rawget(self, "_launch_what")
+  if not what then
+    what = "cute.kernel " .. self.name .. " launch"
+    self._launch_what = what
+  end
+  return what
+end
 local function new_launcher(self, cfg)
-  sp.check_cfg(self, cfg)
-  local what = ("cute.kernel %s launch"):format(self.name)
-  local gx, gy, gz = rt.launch_dims(cfg.grid, "grid", what, true)
-  local bx, by, bz = rt.launch_dims(cfg.block, "block", what, true)
+  if type(cfg) ~= "table" or getmetatable(cfg) ~= nil or cfg.shape ~= nil then sp.check_cfg(self, cfg) end
+  local gx, gy, gz, bx, by, bz = cfg.grid, 1, 1, cfg.block, 1, 1
+  if not (type(gx) == "number" and gx >= 1 and gx % 1 == 0 and gx < 2 ^ 32) then
+    gx, gy, gz = rt.launch_dims(gx, "grid", launch_what(self), true)
+  end
+  if not (type(bx) == "number" and bx >= 1 and bx % 1 == 0 and bx < 2 ^ 32) then
+    bx, by, bz = rt.launch_dims(bx, "block", launch_what(self), true)
+  end
   local smem = cfg.smem
   if smem ~= nil and (type(smem) ~= "number" or smem < 0 or smem % 1 ~= 0) then
-    cf.fail(("%s: smem must be a number of bytes, got %s"):format(what, tostring(smem)))
+    cf.fail(("%s: smem must be a number of bytes, got %s"):format(launch_what(self), tostring(smem)))
   end
   local stream, handle = cfg.stream, nil
   local ts = type(stream)
   if ts == "cdata" then stream, handle = nil, stream
   elseif ts ~= "nil" and ts ~= "table" then
-    cf.fail(("%s: stream must be a cute.stream(), got %s"):format(what, tostring(stream)))
+    cf.fail(("%s: stream must be a cute.stream(), got %s"):format(launch_what(self), tostring(stream)))
   end
   local l = { k = self, gx = gx, gy = gy, gz = gz, bx = bx, by = by, bz = bz, smem = smem,
     stream = stream, stream_handle = handle }
-  if cfg.cluster ~= nil then
-    l.cx, l.cy, l.cz = rt.launch_dims(cfg.cluster, "cluster", what, false)
+  local cluster = cfg.cluster
+  if cluster ~= nil then
+    l.cx, l.cy, l.cz = rt.launch_dims(cluster, "cluster", launch_what(self), false)
   end
-  return l
+  return setmetatable(l, Launcher)
 end
 M.new_launcher = new_launcher
 
 -- The slow path: args is a table holding the nargs arguments.
 local function do_launch(self, l, args, nargs)
+  if getmetatable(l) ~= Launcher then l = new_launcher(self, l) end -- (k(cfg, ...) passes its cfg)
   while nargs > 0 and type(args[nargs]) == "nil" do nargs = nargs - 1 end -- (a trailing nil is no argument)
   local entry = get_entry(self, args, nargs)
   entry.fill(entry.slots, entry.ptrs, unpack(args, 1, nargs))
@@ -253,9 +265,11 @@ end
 -- The hot path: for each arity a generated function looks the signature up
 -- (the device's cache, one table level per argument, then the group's
 -- generated overlap test of the tensor arguments), writes the parameters with
--- the entry's generated writer and launches with the launcher's own
--- configuration; no loops, varargs or allocation, so LuaJIT compiles it into
--- the caller's trace.  Misses and unusual launches go to do_launch.
+-- the entry's generated writer and launches with the configuration it is
+-- passed as numbers (a launcher's own, or a cfg parsed at the call); no
+-- loops, varargs or allocation, so LuaJIT compiles it into the caller's
+-- trace.  Misses and unusual launches go to do_launch with l (a launcher, or
+-- the cfg of k(cfg, ...)).
 local fast_launchers = {}
 local function make_fast_launcher(n)
   local an = {}
@@ -263,7 +277,7 @@ local function make_fast_launcher(n)
   local as = table.concat(an, ", ")
   local slow = ("return do_launch(self, l, {%s}, %d)"):format(as, n)
   local src = { "local arg_key, ENTRY, ctx, C, cu_err, do_launch, fail_launch = ...",
-    ("return function(self, l%s)"):format(n > 0 and (", " .. as) or ""),
+    ("return function(self, l, gx, gy, gz, bx, by, bz, smem, stream%s)"):format(n > 0 and (", " .. as) or ""),
     "  local node, nx = self.caches[ctx.device]",
     "  if not node then " .. slow .. " end" }
   for i = 1, n do
@@ -271,14 +285,11 @@ local function make_fast_launcher(n)
   end
   src[#src + 1] = ("  local g = node[ENTRY]; if not g then %s end"):format(slow)
   src[#src + 1] = ("  local m = g.mask; local e = g[m and m(%s) or 0]; if not e then %s end"):format(as, slow)
-  src[#src + 1] = ("  local sm = l.smem or e.dyn_smem; if l.cx or sm < e.dyn_smem or sm > e.max_dyn_smem then %s end")
+  src[#src + 1] = ("  local sm = smem or e.dyn_smem; if sm < e.dyn_smem or sm > e.max_dyn_smem then %s end")
     :format(slow)
   src[#src + 1] = ("  e.fill(e.slots, e.ptrs%s)"):format(n > 0 and (", " .. as) or "")
   src[#src + 1] = [[
-  local stream = l.stream_handle
-  local so = l.stream
-  if so then stream = so.handle end
-  if C.cute_cuda_launch(e.fn, l.gx, l.gy, l.gz, l.bx, l.by, l.bz, sm, stream, e.params, cu_err) ~= 0 then
+  if C.cute_cuda_launch(e.fn, gx, gy, gz, bx, by, bz, sm, stream, e.params, cu_err) ~= 0 then
     fail_launch(self)
   end
 end]]
@@ -311,18 +322,47 @@ local function nargs16(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a
   return 0
 end
 
-local function call_launch(self, l, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...)
-  if select("#", ...) > 0 then
-    local args = { a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ... }
-    return do_launch(self, l, args, select("#", ...) + 16)
-  end
-  local n = nargs16(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
-  return fast_launcher(n)(self, l, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
+-- the general path: any number of arguments, cluster launches
+local function slow_launch(self, l, ...)
+  return do_launch(self, l, { ... }, select("#", ...))
 end
 
+local function okdim(v) return type(v) == "number" and v >= 1 and v % 1 == 0 and v < 2 ^ 32 end
+
 Launcher.__call = function(l, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...)
-  if select("#", ...) > 0 then return call_launch(l.k, l, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...) end
-  return call_launch(l.k, l, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
+  if l.cx or select("#", ...) > 0 then
+    return slow_launch(l.k, l, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...)
+  end
+  local stream = l.stream_handle
+  local so = l.stream
+  if so then stream = so.handle end
+  local n = nargs16(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
+  return fast_launcher(n)(l.k, l, l.gx, l.gy, l.gz, l.bx, l.by, l.bz, l.smem, stream,
+    a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
+end
+
+-- direct form: k(cfg, args...), cfg read at each call; without a launcher
+-- table, so that a loop of these allocates nothing
+local function call_direct(self, cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...)
+  if select("#", ...) > 0 or type(cfg) ~= "table" or getmetatable(cfg) ~= nil or cfg.shape ~= nil
+    or cfg.cluster ~= nil then
+    return slow_launch(self, new_launcher(self, cfg), a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14,
+      a15, a16, ...)
+  end
+  local gx, gy, gz, bx, by, bz = cfg.grid, 1, 1, cfg.block, 1, 1
+  if not okdim(gx) then gx, gy, gz = rt.launch_dims(gx, "grid", launch_what(self), true) end
+  if not okdim(bx) then bx, by, bz = rt.launch_dims(bx, "block", launch_what(self), true) end
+  local smem = cfg.smem
+  if smem ~= nil and not (type(smem) == "number" and smem >= 0 and smem % 1 == 0) then
+    return slow_launch(self, new_launcher(self, cfg)) -- (raises: smem)
+  end
+  local stream = cfg.stream
+  local ts = type(stream)
+  if ts == "table" then stream = stream.handle
+  elseif ts ~= "nil" and ts ~= "cdata" then return slow_launch(self, new_launcher(self, cfg)) end -- (raises: stream)
+  local n = nargs16(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
+  return fast_launcher(n)(self, cfg, gx, gy, gz, bx, by, bz, smem, stream,
+    a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
 end
 
 local function dims_text(x, y, z) return ("{%d,%d,%d}"):format(x, y, z) end
@@ -348,15 +388,10 @@ function M.init(kmod, kernel_mt)
     if getmetatable(self) ~= Kernel then
       cf.fail(("cute.kernel: call k:launch(...) with ':' (got %s as the kernel)"):format(type(self)))
     end
-    return setmetatable(new_launcher(self, cfg), Launcher)
+    return new_launcher(self, cfg)
   end
 
-  -- direct form: k(cfg, args...)
-  Kernel.__call = function(self, cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...)
-    local l = new_launcher(self, cfg)
-    if select("#", ...) > 0 then return call_launch(self, l, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...) end
-    return call_launch(self, l, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
-  end
+  Kernel.__call = call_direct
 
   -- the loaded entry for args (compiling if needed), e.g. to read attributes
   function Kernel:entry(...)
