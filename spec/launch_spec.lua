@@ -262,7 +262,7 @@ describe("f16 and bf16 scalar parameters", function()
       { 1 + 3 * 2 ^ -11, 0x3C02, 0x3F80 },              -- f16 tie: up to even
       { 1 + 3 * 2 ^ -8, 0x3C0C, 0x3F82 },               -- bf16 tie: up to even
       { 1 + 2 ^ -8, 0x3C04, 0x3F80 },                   -- bf16 tie: to even
-      { 1e6, 0x7C00, 0x4974 },                          -- f16 overflow: inf
+      { 1e-7, 0x0002, 0x33D7 },                         -- f16 subnormal (2^-23 = 1.19e-7 -> 0x0002)
     }
     for _, c in ipairs(cases) do
       k({ grid = 1, block = 64 }, cute.Float16(c[1]), cute.BFloat16(c[1]), A)
@@ -275,5 +275,23 @@ describe("f16 and bf16 scalar parameters", function()
     end
     assert.equal(1, k.traces)
     assert.equal(#cases, #stub.launches)
+  end)
+
+  it("a finite value beyond the type's range is an error at the user's line; inf and nan pass", function()
+    for _, c in ipairs({ { "Float16", 65520, "65504" }, { "Float16", -1e6, "65504" },
+                         { "BFloat16", 3.4e38, "3.3895e38" } }) do
+      local ok, e = pcall(function()
+        local x = cute[c[1]](c[2]) -- MARK-range
+        return x
+      end)
+      assert.is_false(ok)
+      assert.is_truthy(has(e, THIS .. ":" .. line_of("MARK-range") .. ":"), e)
+      assert.is_truthy(has(e, "cute." .. c[1] .. ": "), e)
+      assert.is_truthy(has(e, "beyond the largest " .. c[1] .. " (" .. c[3] .. ")"), e)
+    end
+    assert.equal(65519, cute.Float16(65519).value)   -- (rounds down to 65504: no overflow)
+    assert.equal(math.huge, cute.Float16(math.huge).value)
+    local nan = cute.BFloat16(0 / 0).value
+    assert.is_true(nan ~= nan)
   end)
 end)

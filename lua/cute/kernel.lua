@@ -9,6 +9,7 @@
 -- parameters).  A signature seen before reuses the loaded kernel: no retrace.
 -- Otherwise: trace -> IR -> LLVM -> PTX (-> cubin with ptxas) -> module load.
 local ffi = require("ffi")
+local bit = require("bit")
 local cf = require("cute.ffi")
 local C = cf.C
 local tr = require("cute.trace")
@@ -52,6 +53,15 @@ for name, t in pairs(scalar_types) do
       end
     end
     if tr.active() then return tr.const(t, x, what) end
+    if (t == T.F16 or t == T.BF16) and x == x and x ~= math.huge and x ~= -math.huge then
+      -- a parameter holds x rounded to nearest even; a finite x must stay finite
+      local rt = require("cute.runtime")
+      local bits = t == T.F16 and rt.float_to_half(x) or rt.float_to_bf16(x)
+      if bit.band(bits, 0x7fff) == (t == T.F16 and 0x7c00 or 0x7f80) then
+        cf.fail(("%s: %s is beyond the largest %s (%s)"):format(what, arith.tostr(x), name,
+          t == T.F16 and "65504" or "3.3895e38"))
+      end
+    end
     return setmetatable({ t = t, value = x, ctor = name }, Scalar)
   end
 end
