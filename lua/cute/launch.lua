@@ -23,6 +23,7 @@ local M = {}
 local K, Kernel -- the kernel module and the Kernel metatable (M.init)
 
 local cu_err = cf.err
+local okdim = rt.launch_dim_ok
 local void_pp = ffi.typeof("void*[?]")
 local u64_arr = ffi.typeof("uint64_t[?]")
 local ctx = rt.context -- { device = ordinal or false }: the cache in use
@@ -212,12 +213,8 @@ end
 local function new_launcher(self, cfg)
   if type(cfg) ~= "table" or getmetatable(cfg) ~= nil or cfg.shape ~= nil then sp.check_cfg(self, cfg) end
   local gx, gy, gz, bx, by, bz = cfg.grid, 1, 1, cfg.block, 1, 1
-  if not (type(gx) == "number" and gx >= 1 and gx % 1 == 0 and gx < 2 ^ 32) then
-    gx, gy, gz = rt.launch_dims(gx, "grid", launch_what(self), true)
-  end
-  if not (type(bx) == "number" and bx >= 1 and bx % 1 == 0 and bx < 2 ^ 32) then
-    bx, by, bz = rt.launch_dims(bx, "block", launch_what(self), true)
-  end
+  if not okdim(gx) then gx, gy, gz = rt.launch_dims(gx, "grid", launch_what(self), true) end
+  if not okdim(bx) then bx, by, bz = rt.launch_dims(bx, "block", launch_what(self), true) end
   local smem = cfg.smem
   if smem ~= nil and (type(smem) ~= "number" or smem < 0 or smem % 1 ~= 0) then
     cf.fail(("%s: smem must be a number of bytes, got %s"):format(launch_what(self), tostring(smem)))
@@ -326,8 +323,6 @@ end
 local function slow_launch(self, l, ...)
   return do_launch(self, l, { ... }, select("#", ...))
 end
-
-local function okdim(v) return type(v) == "number" and v >= 1 and v % 1 == 0 and v < 2 ^ 32 end
 
 Launcher.__call = function(l, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...)
   if l.cx or select("#", ...) > 0 then

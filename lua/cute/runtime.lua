@@ -890,6 +890,7 @@ local function launch_dims(x, what, fname, nil_ok)
   return a, b, c
 end
 M.launch_dims = launch_dims
+M.launch_dim_ok = okdim -- (a positive integer below 2^32: the fast paths' check)
 local function dims(x, what, fname) return launch_dims(x, what, fname, false) end
 
 -- cute.launch(fn, grid, block, smem, stream, params[, cluster]): launch a
