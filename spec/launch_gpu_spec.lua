@@ -40,6 +40,38 @@ describe("launchers on the GPU", function()
     assert.equal(1, k.traces)
   end)
 
+  gpu_it("a kernel collected while its launch may still run: unloaded safely, the result is there", function()
+    local n, iters = 256, 200000
+    local Out = cute.zeros({ n }, cute.int32)
+    local make = function()
+      return cute.kernel(function(O, m)
+        local i = cute.arch.thread_idx()
+        local s = 0
+        for j = 1, m do s = (s * 3 + j) % 1000003 end
+        O[i] = s + i
+      end)
+    end
+    local k = make()
+    k:launch{ grid = 1, block = n }(Out, cute.Int32(iters))
+    k = nil
+    collectgarbage(); collectgarbage()              -- the module unloads here
+    cute.synchronize()
+    local want = 0
+    for j = 1, iters do want = (want * 3 + j) % 1000003 end
+    local h = Out:to_host()
+    for i = 0, n - 1 do assert.equal(want + i, h[i], i) end
+    -- and kernels made afterwards load and run
+    for r = 1, 20 do
+      local kr = make()
+      kr:launch{ grid = 1, block = n }(Out, cute.Int32(r))
+    end
+    collectgarbage(); collectgarbage()
+    cute.synchronize()
+    want = 0
+    for j = 1, 20 do want = (want * 3 + j) % 1000003 end
+    assert.equal(want + 5, Out:to_host()[5])
+  end)
+
   gpu_it("out[i] = x * a[i] with x a cute.Float16 and a cute.BFloat16 scalar", function()
     local n = 4096
     local k = cute.kernel(function(x, A, Out)
