@@ -15,7 +15,7 @@ local function line_of(marker) return util.line_of(THIS, marker) end
 -- the stub driver
 local stub = {}
 local function reset_stub()
-  stub.loads, stub.unloaded, stub.launches, stub.device = {}, {}, {}, 0
+  stub.loads, stub.unloaded, stub.launches, stub.device, stub.smem_raised = {}, {}, {}, 0, {}
 end
 reset_stub()
 local next_handle = 4096
@@ -45,7 +45,10 @@ local driver = {
       block = { bx, by, bz }, cluster = { cx, cy, cz }, smem = smem, stream = stream, params = params }
     return 0
   end,
-  cute_cuda_func_set_max_dynamic_smem = function() return 0 end,
+  cute_cuda_func_set_max_dynamic_smem = function(fn, bytes)
+    stub.smem_raised[#stub.smem_raised + 1] = bytes
+    return 0
+  end,
   cute_cuda_get_device = function(out) out[0] = stub.device; return 0 end,
   cute_cuda_set_device = function(i) stub.device = i; return 0 end,
 }
@@ -122,6 +125,39 @@ describe("launchers", function()
     s.handle = ffi.cast("void*", 6)
     l(A, B)
     assert.equal(6, tonumber(ffi.cast("uintptr_t", last().stream)))
+  end)
+
+  it("dynamic shared memory above 48 KiB raises the kernel's limit once", function()
+    local k = cute.kernel(scale)
+    local A, B = dev(4096, 64), dev(8192, 64)
+    local l = k:launch{ grid = 1, block = 32, smem = 64 * 1024 }
+    l(A, B); l(A, B)
+    assert.equal(1, #stub.smem_raised)
+    assert.equal(64 * 1024, stub.smem_raised[1])
+    assert.equal(64 * 1024, last().smem)
+    k:launch{ grid = 1, block = 32, smem = 32 * 1024 }(A, B)     -- below the raised limit: the fast path
+    assert.equal(1, #stub.smem_raised)
+    assert.equal(32 * 1024, last().smem)
+  end)
+
+  it("a failed launch is an error at the user's line naming the kernel and the driver's message", function()
+    local k = cute.kernel(scale, { name = "scale_k" })
+    local A, B = dev(4096, 64), dev(8192, 64)
+    local l = k:launch{ grid = 1, block = 32 }
+    l(A, B)                                          -- loaded: the next calls take the fast path
+    local saved = driver.cute_cuda_launch
+    K._use_driver(setmetatable({ cute_cuda_launch = function(...)
+      ffi.copy(require("cute.ffi").err[0].msg, "cuLaunchKernel: CUDA_ERROR_INVALID_VALUE (1)")
+      return 1
+    end }, { __index = driver }))
+    for _, call in ipairs({ function() l(A, B) end, function() k({ grid = 1, block = 32 }, A, B) end }) do -- MARK-calls
+      local ok, e = pcall(call)
+      assert.is_false(ok)
+      assert.is_truthy(has(e, THIS .. ":" .. line_of("MARK-calls") .. ":"), e)
+      assert.is_truthy(has(e, "cute.kernel scale_k: launch failed: cuLaunchKernel: CUDA_ERROR_INVALID_VALUE"), e)
+    end
+    K._use_driver(driver)
+    assert.equal(saved, driver.cute_cuda_launch)
   end)
 
   it("a bad configuration is an error at the k:launch line, naming the value", function()
