@@ -133,9 +133,13 @@ end
 -- the cache: per device, then sp's tree (one level per argument, then a group)
 ---------------------------------------------------------------------------
 -- The text that stands for the kernel's compile options: options are fixed
--- when the kernel is made; a change found at a miss is an error.
+-- when the kernel is made; a change found at a miss is an error.  k.options_key
+-- (the compile-option table's key text, set by cute.kernel) when there is one,
+-- else the options table by value.
 local function options_key(self)
-  return tostring(rawget(self, "options_key")) .. "|" .. (sp.value_key(self.opts or {}) or "?")
+  local key = rawget(self, "options_key")
+  if type(key) == "string" then return key end
+  return sp.value_key(self.opts or {}) or "?"
 end
 
 -- The cache of the current device (made at its first miss).
