@@ -132,14 +132,12 @@ end
 ---------------------------------------------------------------------------
 -- the cache: per device, then sp's tree (one level per argument, then a group)
 ---------------------------------------------------------------------------
--- The text that stands for the kernel's compile options: options are fixed
--- when the kernel is made; a change found at a miss is an error.  k.options_key
--- (the compile-option table's key text, set by cute.kernel) when there is one,
--- else the options table by value.
+-- The text that stands for the kernel's compile options: k.options_key (the
+-- compile-option table's key text, set by cute.kernel) and the options table
+-- by value.  Options are fixed when the kernel is made; a change found at a
+-- miss is an error (never a binary of other options beside the cached ones).
 local function options_key(self)
-  local key = rawget(self, "options_key")
-  if type(key) == "string" then return key end
-  return sp.value_key(self.opts or {}) or "?"
+  return tostring(rawget(self, "options_key")) .. "|" .. (sp.value_key(self.opts or {}) or "?")
 end
 
 -- The cache of the current device (made at its first miss).
