@@ -8,6 +8,8 @@
 -- typed scalars such as cute.Int32(n) by type only: those are runtime
 -- parameters).  A signature seen before reuses the loaded kernel: no retrace.
 -- Otherwise: trace -> IR -> LLVM -> PTX (-> cubin with ptxas) -> module load.
+-- The key and the cache tree: lua/cute/specialise.lua; loading, the caches
+-- per device and launching: lua/cute/launch.lua.
 local ffi = require("ffi")
 local bit = require("bit")
 local cf = require("cute.ffi")
@@ -17,7 +19,6 @@ local ten = require("cute.tensor")
 
 local M = {}
 local T = tr.T
-pcall(ffi.cdef, "size_t strlen(const char *s);")
 
 ---------------------------------------------------------------------------
 -- typed scalars: cute.Int32(n) at launch = a runtime parameter; inside a

@@ -27,7 +27,7 @@ local okdim = rt.launch_dim_ok
 local void_pp = ffi.typeof("void*[?]")
 local u64_arr = ffi.typeof("uint64_t[?]")
 local ctx = rt.context -- { device = ordinal or false }: the cache in use
-local arg_key, ENTRY, BAD = sp.arg_key, sp.ENTRY, sp.BAD
+local arg_key, ENTRY = sp.arg_key, sp.ENTRY
 
 -- the C type a scalar parameter is written as (f16 / bf16: their bits)
 local scalar_ctype = {
