@@ -367,7 +367,9 @@ Launcher.__tostring = function(l)
   local parts = { "grid " .. dims_text(l.gx, l.gy, l.gz), "block " .. dims_text(l.bx, l.by, l.bz) }
   if l.cx then parts[#parts + 1] = "cluster " .. dims_text(l.cx, l.cy, l.cz) end
   parts[#parts + 1] = "smem " .. (l.smem and tostring(l.smem) or "auto")
-  if l.stream or l.stream_handle then parts[#parts + 1] = "stream " .. tostring(l.stream and l.stream.handle or l.stream_handle) end
+  if l.stream or l.stream_handle then
+    parts[#parts + 1] = "stream " .. tostring(l.stream and l.stream.handle or l.stream_handle)
+  end
   return ("cute.launcher(%s: %s)"):format(l.k.name, table.concat(parts, ", "))
 end
 
