@@ -312,6 +312,79 @@ describe("compile-time values are keyed by value", function()
   end)
 end)
 
+describe("every part of the key retraces; an identical call does not", function()
+  local copy = function(X, Y)
+    local i = cute.arch.thread_idx()
+    Y[i] = X[i]
+  end
+  -- k.traces after calling k with each argument list in turn
+  local function traces_after(calls)
+    local k = fake(copy)
+    local out = {}
+    for i, args in ipairs(calls) do
+      k(cfg, unpack(args))
+      out[i] = k.traces
+    end
+    return table.concat(out, " ")
+  end
+  local A, B = dev(4096, 64), dev(65536, 64)
+
+  it("an identical call, with new tables describing the same tensors, does not retrace", function()
+    assert.equal("1 1 1", traces_after({ { A, B }, { A, B }, { dev(4096, 64), dev(65536, 64) } }))
+  end)
+
+  it("argument dtypes", function()
+    local Ah = dev(4096, 64, cute.float16)
+    assert.equal("1 2 2 1", traces_after({ { A, B }, { Ah, B }, { Ah, B } }) .. " " .. traces_after({ { A, B } }))
+    local k = fake(function(X, s) X[0] = cute.Float32(s) end)
+    k(cfg, A, cute.Int32(1)); k(cfg, A, cute.Int32(2)); k(cfg, A, cute.Float16(1))
+    k(cfg, A, cute.BFloat16(1)); k(cfg, A, cute.Float16(3))
+    assert.equal(3, k.traces)
+  end)
+
+  it("static shapes and strides", function()
+    local A2 = dev(4096, 32)
+    local As = { ptr = 4096, shape = { 32 }, strides = { 2 }, dtype = f32 }
+    local R = { ptr = 4096, shape = { 4, 8 }, strides = { 8, 1 }, dtype = f32 }
+    local Rt = { ptr = 4096, shape = { 4, 8 }, strides = { 1, 4 }, dtype = f32 }
+    assert.equal("1 2 3 3 4 5", traces_after({ { A, B }, { A2, B }, { As, B }, { As, B }, { R, B }, { Rt, B } }))
+  end)
+
+  it("the pointer's alignment class (16 bytes or not), not the pointer", function()
+    local A4 = dev(4096 + 4, 64)
+    assert.equal("1 1 2 2", traces_after({ { A, B }, { dev(4096 + 1024, 64), B }, { A4, B }, { dev(8192 + 4, 64), B } }))
+    local k = fake(copy)
+    k(cfg, A4, B)
+    assert.equal(1, count(last_ir():match("^[^\n]*"), "align=16"), last_ir())   -- (the parameter list)
+    k(cfg, A, B)
+    assert.equal(2, count(last_ir():match("^[^\n]*"), "align=16"), last_ir())
+  end)
+
+  it("the aliasing pattern", function()
+    assert.equal("1 2 2 1", traces_after({ { A, B }, { A, A }, { B, B } }) .. " " .. traces_after({ { B, A } }))
+  end)
+
+  it("which strides of a dynamic tensor are 1, and its index width", function()
+    local R = { ptr = 4096, shape = { 4, 8 }, strides = { 8, 1 }, dtype = f32 }
+    local R2 = { ptr = 4096, shape = { 6, 3 }, strides = { 3, 1 }, dtype = f32 }
+    local Rt = { ptr = 4096, shape = { 8, 4 }, strides = { 1, 8 }, dtype = f32 }
+    local Ro = { ptr = 4096, shape = { 8, 1 }, strides = { 1, 1 }, dtype = f32 }
+    local D = cute.dynamic
+    assert.equal("1 1 2 3 4", traces_after({ { D(R), B }, { D(R2), B }, { D(Rt), B }, { D(Ro), B },
+      { D(R, { index_bits = 32 }), B } }))
+  end)
+
+  it("compile-time tables by value", function()
+    local k = fake(function(X, conf) X[0] = conf.a end)
+    local conf = { a = 1 }
+    k(cfg, A, conf); k(cfg, A, { a = 1 })
+    assert.equal(1, k.traces)
+    conf.a = 2
+    k(cfg, A, conf)
+    assert.equal(2, k.traces)
+  end)
+end)
+
 describe("argument counts and kinds", function()
   local k3 = function(X, Y, Z)
     local i = cute.arch.thread_idx()

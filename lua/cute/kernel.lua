@@ -8,7 +8,10 @@
 -- typed scalars such as cute.Int32(n) by type only: those are runtime
 -- parameters).  A signature seen before reuses the loaded kernel: no retrace.
 -- Otherwise: trace -> IR -> LLVM -> PTX (-> cubin with ptxas) -> module load.
+-- The key and the cache tree: lua/cute/specialise.lua; loading, the caches
+-- per device and launching: lua/cute/launch.lua.
 local ffi = require("ffi")
+local bit = require("bit")
 local cf = require("cute.ffi")
 local C = cf.C
 local tr = require("cute.trace")
@@ -16,7 +19,6 @@ local ten = require("cute.tensor")
 
 local M = {}
 local T = tr.T
-pcall(ffi.cdef, "size_t strlen(const char *s);")
 
 ---------------------------------------------------------------------------
 -- typed scalars: cute.Int32(n) at launch = a runtime parameter; inside a
@@ -27,13 +29,10 @@ Scalar.__index = Scalar
 Scalar.__tostring = function(s) return ("%s(%s)"):format(s.ctor, tostring(s.value)) end
 M.Scalar = Scalar
 
--- CuTe DSL name -> IR type, and the ctype of a pointer to a parameter slot: cute.dtype
+-- CuTe DSL name -> IR type: cute.dtype
 local dt = require("cute.dtype")
-local scalar_types, scalar_ctype = {}, {}
-for name, info in pairs(dt.by_cute) do
-  scalar_types[name] = info.code
-  scalar_ctype[info.code] = dt.param_ctype(info.code)
-end
+local scalar_types = {}
+for name, info in pairs(dt.by_cute) do scalar_types[name] = info.code end
 
 local arith = require("cute.arith")
 for name, t in pairs(scalar_types) do
@@ -54,8 +53,13 @@ for name, t in pairs(scalar_types) do
       end
     end
     if tr.active() then return tr.const(t, x, what) end
-    if t == T.F16 or t == T.BF16 then
-      error(("cute.%s: half-precision kernel parameters are not supported; pass cute.Float32"):format(name), 2)
+    if (t == T.F16 or t == T.BF16) and x == x and x ~= math.huge and x ~= -math.huge then
+      -- a parameter holds x rounded to nearest even; a finite x must stay finite
+      local bits = t == T.F16 and dt.float_to_half(x) or dt.float_to_bf16(x)
+      if bit.band(bits, 0x7fff) == (t == T.F16 and 0x7c00 or 0x7f80) then
+        cf.fail(("%s: %s is beyond the largest %s (%s)"):format(what, arith.tostr(x), name,
+          t == T.F16 and "65504" or "3.3895e38"))
+      end
     end
     return setmetatable({ t = t, value = x, ctor = name }, Scalar)
   end
@@ -72,11 +76,7 @@ local Spec = {}
 Spec.__index = Spec
 Spec.__tostring = function(s) return ("tensor_spec<%s, {%s}>"):format(s.dtype.name, table.concat(s.shape, ",")) end
 
-local function row_major(shape)
-  local st, acc = {}, 1
-  for i = #shape, 1, -1 do st[i] = acc; acc = acc * shape[i] end
-  return st
-end
+local row_major = require("cute.specialise").row_major
 M.row_major = row_major
 
 -- cute.tensor_spec(shape, dtype [, strides [, opts]]): describes a tensor for
@@ -218,6 +218,28 @@ function M.kernel(fn, opts)
 end
 
 function M.is_kernel(x) return getmetatable(x) == Kernel end
+
+-- tostring(k): "cute.kernel name(A, B, n): 2 specialisations, options {...}"
+local function options_summary(k)
+  local key = rawget(k, "options_key")
+  if type(key) == "string" then return key end
+  local names = {}
+  for name, v in pairs(k.opts or {}) do
+    if type(name) == "string" and name ~= "name" and type(v) ~= "table" and type(v) ~= "function" then
+      names[#names + 1] = name .. "=" .. tostring(v)
+    end
+  end
+  table.sort(names)
+  return "{" .. table.concat(names, ", ") .. "}"
+end
+Kernel.__tostring = function(k)
+  local params = {}
+  for i = 1, k.nparams or 0 do params[i] = k.param_names[i] end
+  if k.isvararg then params[#params + 1] = "..." end
+  local n = rawget(k, "specialisations") or 0
+  return ("cute.kernel %s(%s): %d specialisation%s, %d trace%s, options %s"):format(k.name,
+    table.concat(params, ", "), n, n == 1 and "" or "s", k.traces, k.traces == 1 and "" or "s", options_summary(k))
+end
 
 -- build the IR for the given arguments; returns ir (cdata, gc'ed), param plan
 function Kernel:trace(...)
@@ -397,298 +419,14 @@ function Kernel:ptx(...)
 end
 
 ---------------------------------------------------------------------------
--- launch
+-- load and launch (lua/cute/launch.lua): Kernel:_build, Kernel:launch,
+-- k(cfg, ...), Kernel:entry
 ---------------------------------------------------------------------------
-local cu_err = cf.err
-local void_pp = ffi.typeof("void*[?]")
-local u64_arr = ffi.typeof("uint64_t[?]")
-
--- load a compiled kernel for the GPU: entry { fn, params, slots, plan }
-function Kernel:_build(args, nargs)
-  local rt = require("cute.runtime")
-  local ok, why = rt.available()
-  if not ok then
-    cf.fail(("cute.kernel %s: cannot launch without a GPU (%s); k:compile(args) and k:ir(args) work " ..
-      "without one"):format(self.name, tostring(why)))
-  end
-  local t0 = C.cute_cuda_now_us()
-  local ir, plan = self:trace(unpack(args, 1, nargs))
-  local t1 = C.cute_cuda_now_us()
-  local use_cubin = self.opts.cubin
-  if use_cubin == nil then use_cubin = M.default_cubin end
-  if use_cubin and C.cute_ptxas_path() == nil then use_cubin = false end
-  local cc = compile_ir(self, ir, use_cubin)
-  local t2 = C.cute_cuda_now_us()
-  local image, size, is_ptx
-  if C.cute_compiled_has_cubin(cc) ~= 0 then
-    local sz = ffi.new("size_t[1]")
-    image = C.cute_compiled_cubin(cc, sz); size = sz[0]; is_ptx = 0
-  else
-    image = C.cute_compiled_ptx(cc); size = C.strlen(image); is_ptx = 1
-  end
-  local mod = ffi.new("void*[1]")
-  if C.cute_cuda_module_load(image, size, is_ptx, mod, nil, 0, cu_err) ~= 0 then cf.fail_err() end
-  local fnp = ffi.new("void*[1]")
-  if C.cute_cuda_module_get_function(mod[0], self.name, fnp, cu_err) ~= 0 then cf.fail_err() end
-  local t3 = C.cute_cuda_now_us()
-  local ct = ffi.new("cute_compile_times")
-  C.cute_compiled_times(cc, ct)
-  -- where the first call's time went (bench/first_call.lua prints it)
-  self.last_build = { trace_us = t1 - t0, compile_us = t2 - t1, load_us = t3 - t2,
-    llvm_build_us = ct.build_us, opt_us = ct.opt_us, emit_us = ct.emit_us, ptxas_us = ct.ptxas_us,
-    image = is_ptx == 1 and "ptx" or "cubin" }
-  local n = #plan
-  local slots = u64_arr(math.max(n, 1))
-  local params = void_pp(math.max(n, 1))
-  local ptrs = {}
-  for j = 1, n do
-    params[j - 1] = slots + (j - 1)
-    local p = plan[j]
-    if p.kind == "scalar" then ptrs[j] = ffi.cast(scalar_ctype[p.t], slots + (j - 1))
-    elseif p.kind == "dim" then ptrs[j] = ffi.cast(p.bits == 64 and "int64_t*" or "int32_t*", slots + (j - 1)) end
-  end
-  -- a straight-line parameter writer for this signature (generated once)
-  local lines = {}
-  for j = 1, n do
-    local p = plan[j]
-    if p.kind == "ptr" then lines[#lines + 1] = ("slots[%d] = a%d.ptr"):format(j - 1, p.arg)
-    elseif p.kind == "scalar" then lines[#lines + 1] = ("ptrs[%d][0] = a%d.value"):format(j, p.arg)
-    else lines[#lines + 1] = ("ptrs[%d][0] = a%d.%s[%d]"):format(j, p.arg, p.field, p.d) end
-  end
-  local anames = {}
-  for i = 1, math.max(nargs, 1) do anames[i] = "a" .. i end
-  local fill = assert(loadstring(("return function(slots, ptrs, %s)\n%s\nend"):format(
-    table.concat(anames, ", "), table.concat(lines, "\n")), "=[cute launch fill]"))()
-  local entry = { fn = fnp[0], module = mod[0], params = params, slots = slots, plan = plan, ptrs = ptrs,
-    fill = fill,
-    n = n, cc = cc, max_dyn_smem = 48 * 1024, dyn_smem = M.compiled_dyn_smem(cc) }
-  self.modules = self.modules or {}
-  self.modules[#self.modules + 1] = mod[0]
-  return entry
-end
-
--- The driver calls of a launch (tests replace them: K._use_driver(fake)).
-local drv = C
-
--- The cache (lua/cute/specialise.lua describes the keys): one table level per
--- argument keyed by sp.arg_key, then a group { mask = overlap test or false,
--- [overlap mask] = entry }.  The entry for one call (the miss path of a
--- launch, and k:entry): a hit, or the call is checked (count, kinds, device
--- addresses) and the kernel traced, compiled and loaded for its signature and
--- overlap pattern.
-local arg_key, ENTRY, BAD = sp.arg_key, sp.ENTRY, sp.BAD
-local function get_entry(self, args, nargs)
-  local node = self.cache
-  for i = 1, nargs do
-    node = node[arg_key(args[i])]
-    if not node then break end
-  end
-  local g = node and node[ENTRY]
-  if g then
-    local m = g.mask
-    local e = g[m and m(unpack(args, 1, nargs)) or 0]
-    if e then return e end
-  end
-  sp.check_args(self, args, nargs, true)
-  node = self.cache
-  for i = 1, nargs do
-    local key = arg_key(args[i])
-    if key == BAD then sp.check_args(self, args, nargs, true) end -- (cannot happen: checked above)
-    local nx = node[key]
-    if not nx then nx = {}; node[key] = nx end
-    node = nx
-  end
-  local copy = {}
-  for i = 1, nargs do copy[i] = args[i] end
-  g = node[ENTRY]
-  if not g then g = { mask = sp.make_mask(copy, nargs) }; node[ENTRY] = g end
-  local mask = g.mask and g.mask(unpack(copy, 1, nargs)) or 0
-  self._alias_mask = mask
-  local e = self:_build(copy, nargs)
-  g[mask] = e
-  return e
-end
-
-local function dims(x, what)
-  if type(x) == "number" then return x, 1, 1 end
-  if type(x) == "table" then return x[1] or 1, x[2] or 1, x[3] or 1 end
-  if x == nil then return 1, 1, 1 end
-  if tr.is_value(x) then error((tr.where()) .. ": cute.kernel launch: " .. what .. " must be Lua numbers, not traced values", 0) end
-  error(("%s: cute.kernel launch: %s must be a number or {x, y, z}, got %s"):format((tr.where()), what, type(x)), 0)
-end
-
-local function bad_dims(gx, gy, gz, bx, by, bz)
-  error(("%s: cute.kernel launch: grid and block sizes must be positive integers, got grid {%s,%s,%s} block {%s,%s,%s}")
-    :format((tr.where()), tostring(gx), tostring(gy), tostring(gz), tostring(bx), tostring(by), tostring(bz)), 0)
-end
-
-local function okdim(v) return type(v) == "number" and v >= 1 and v % 1 == 0 end
-
--- Dynamic shared memory (make_dynamic_shared_tensor regions).  The bytes a
--- compiled kernel's dynamic shared tensors need (their regions' total):
-function M.compiled_dyn_smem(cc)
-  local info = ffi.new("cute_kernel_info")
-  if C.cute_compiled_info(cc, nil, info) ~= 0 then return 0 end
-  return info.smem_dynamic
-end
--- The bytes to launch with: cfg.smem, or the kernel's need when omitted; less
--- than the need is an error at the user's line.
-function M.launch_smem(self, entry, cfg)
-  local smem = cfg.smem
-  if smem == nil then return entry.dyn_smem end
-  if type(smem) ~= "number" or smem < 0 or smem % 1 ~= 0 then
-    cf.fail(("cute.kernel %s launch: smem must be a number of bytes, got %s"):format(self.name, tostring(smem)))
-  end
-  if smem < entry.dyn_smem then
-    cf.fail(("cute.kernel %s launch: smem = %d bytes, but its dynamic shared tensors need %d bytes (omit smem " ..
-      "to launch with exactly that)"):format(self.name, smem, entry.dyn_smem))
-  end
-  return smem
-end
-
--- args: a table holding the nargs arguments (reused between calls)
-local function do_launch(self, cfg, args, nargs)
-  sp.check_cfg(self, cfg)
-  while nargs > 0 and type(args[nargs]) == "nil" do nargs = nargs - 1 end -- (a trailing nil is no argument)
-  local gx, gy, gz = dims(cfg.grid, "grid")
-  local bx, by, bz = dims(cfg.block, "block")
-  if not (okdim(gx) and okdim(gy) and okdim(gz) and okdim(bx) and okdim(by) and okdim(bz)) then
-    bad_dims(gx, gy, gz, bx, by, bz)
-  end
-  local entry = get_entry(self, args, nargs)
-  entry.fill(entry.slots, entry.ptrs, unpack(args, 1, nargs))
-  local smem = M.launch_smem(self, entry, cfg) -- (dynamic shared memory: default and check)
-  if smem > entry.max_dyn_smem then
-    if drv.cute_cuda_func_set_max_dynamic_smem(entry.fn, smem, cu_err) ~= 0 then cf.fail_err() end
-    entry.max_dyn_smem = smem
-  end
-  local stream = cfg.stream
-  local ts = type(stream)
-  if ts == "table" then stream = stream.handle
-  elseif ts ~= "nil" and ts ~= "cdata" then
-    cf.fail(("cute.kernel %s launch: stream must be a cute.stream(), got %s"):format(self.name, tostring(stream)))
-  end
-  local st
-  if cfg.cluster then
-    local cx, cy, cz = dims(cfg.cluster, "cluster")
-    st = drv.cute_cuda_launch_cluster(entry.fn, gx, gy, gz, bx, by, bz, cx, cy, cz, smem, stream, entry.params, cu_err)
-  else
-    st = drv.cute_cuda_launch(entry.fn, gx, gy, gz, bx, by, bz, smem, stream, entry.params, cu_err)
-  end
-  if st ~= 0 then
-    error(("%s: cute.kernel %s: launch failed: %s"):format((tr.where()), self.name, ffi.string(cu_err[0].msg)), 0)
-  end
-end
-
--- The hot path: for each arity a generated function looks the signature up
--- (one table level per argument, then the group's generated overlap test of
--- the tensor arguments), writes the parameters with the entry's generated
--- writer and launches; no loops, varargs or allocation, so LuaJIT compiles it
--- into the caller's trace.  Misses and unusual calls go to do_launch.
-local fast_launchers = {}
-local function make_fast_launcher(n)
-  local f
-  local an = {}
-  for i = 1, n do an[i] = "a" .. i end
-  local as = table.concat(an, ", ")
-  local src = { "local arg_key, ENTRY, dims, okdim, C, cu_err, do_launch, fail_launch = ...",
-    ("return function(self, cfg%s)"):format(n > 0 and (", " .. as) or ""),
-    "  local node, nx = self.cache" }
-  for i = 1, n do
-    src[#src + 1] = ("  nx = node[arg_key(a%d)]; if not nx then return do_launch(self, cfg, {%s}, %d) end; node = nx")
-      :format(i, as, n)
-  end
-  src[#src + 1] = ("  local g = node[ENTRY]; if not g then return do_launch(self, cfg, {%s}, %d) end"):format(as, n)
-  src[#src + 1] = ("  local m = g.mask; local e = g[m and m(%s) or 0]; if not e then return do_launch(self, cfg, {%s}, %d) end")
-    :format(as, as, n)
-  src[#src + 1] = ("  local sm = cfg.smem or e.dyn_smem; if cfg.cluster or type(sm) ~= 'number' or sm < e.dyn_smem or sm > e.max_dyn_smem then return do_launch(self, cfg, {%s}, %d) end")
-    :format(as, n)
-  src[#src + 1] = ("  e.fill(e.slots, e.ptrs%s)"):format(n > 0 and (", " .. as) or "")
-  src[#src + 1] = [[
-  local gx, gy, gz = dims(cfg.grid, "grid")
-  local bx, by, bz = dims(cfg.block, "block")
-  if not (okdim(gx) and okdim(gy) and okdim(gz) and okdim(bx) and okdim(by) and okdim(bz)) then
-    return do_launch(self, cfg, {]] .. as .. "}, " .. n .. [[)
-  end
-  local stream = cfg.stream
-  local ts = type(stream)
-  if ts == "table" then stream = stream.handle
-  elseif ts ~= "nil" and ts ~= "cdata" then return do_launch(self, cfg, {]] .. as .. "}, " .. n .. [[) end
-  if C.cute_cuda_launch(e.fn, gx, gy, gz, bx, by, bz, sm, stream, e.params, cu_err) ~= 0 then
-    fail_launch(self)
-  end
-end]]
-  f = assert(loadstring(table.concat(src, "\n"), "=[cute launch " .. n .. "]"))(
-    arg_key, ENTRY, dims, okdim, drv, cu_err, do_launch, function(self)
-      error(("%s: cute.kernel %s: launch failed: %s"):format((tr.where()), self.name, ffi.string(cu_err[0].msg)), 0)
-    end)
-  fast_launchers[n] = f
-  return f
-end
--- (kept separate from make_fast_launcher: a function that creates closures
--- cannot be compiled by LuaJIT's JIT, and this one is on the hot path)
-local function fast_launcher(n) return fast_launchers[n] or make_fast_launcher(n) end
-
--- Tests: route the launch calls (cute_cuda_launch, cute_cuda_launch_cluster,
--- cute_cuda_func_set_max_dynamic_smem) to a fake; nil restores the driver.
-function M._use_driver(d)
-  drv = d or C
-  for n in pairs(fast_launchers) do fast_launchers[n] = nil end
-end
-
--- number of arguments up to the last non-nil one (type(): no == on cdata)
-local function nargs16(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
-  if type(a16) ~= "nil" then return 16 elseif type(a15) ~= "nil" then return 15
-  elseif type(a14) ~= "nil" then return 14 elseif type(a13) ~= "nil" then return 13
-  elseif type(a12) ~= "nil" then return 12 elseif type(a11) ~= "nil" then return 11
-  elseif type(a10) ~= "nil" then return 10 elseif type(a9) ~= "nil" then return 9
-  elseif type(a8) ~= "nil" then return 8 elseif type(a7) ~= "nil" then return 7
-  elseif type(a6) ~= "nil" then return 6 elseif type(a5) ~= "nil" then return 5
-  elseif type(a4) ~= "nil" then return 4 elseif type(a3) ~= "nil" then return 3
-  elseif type(a2) ~= "nil" then return 2 elseif type(a1) ~= "nil" then return 1 end
-  return 0
-end
-
-local function call_launch(self, cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...)
-  if select("#", ...) > 0 then
-    local args = { a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ... }
-    return do_launch(self, cfg, args, select("#", ...) + 16)
-  end
-  local n = nargs16(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
-  return fast_launcher(n)(self, cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
-end
-
-local Launcher = {}
-Launcher.__call = function(l, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...)
-  if select("#", ...) > 0 then return call_launch(l.k, l.cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...) end
-  return call_launch(l.k, l.cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
-end
-
--- k:launch(cfg) returns a callable taking the kernel's arguments.
-function Kernel:launch(cfg)
-  check_self(self, "launch")
-  sp.check_cfg(self, cfg)
-  local l = self._launcher
-  if not l then
-    l = setmetatable({ k = self }, Launcher)
-    self._launcher = l
-  end
-  l.cfg = cfg
-  return l
-end
-
--- direct form: k(cfg, args...)
-Kernel.__call = function(self, cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...)
-  if type(cfg) ~= "table" then sp.check_cfg(self, cfg) end
-  if select("#", ...) > 0 then return call_launch(self, cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, ...) end
-  return call_launch(self, cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
-end
-
--- the loaded entry for args (compiling if needed), e.g. to read attributes
-function Kernel:entry(...)
-  check_self(self, "entry")
-  return get_entry(self, { ... }, sp.count(...))
-end
+M.compile_ir = compile_ir
+local launch = require("cute.launch").init(M, Kernel)
+M.launch_smem = launch.launch_smem
+M.compiled_dyn_smem = launch.compiled_dyn_smem
+M._use_driver = launch._use_driver
 
 -- Launches load PTX and let the driver JIT it: measured faster for a first call
 -- than running ptxas as a process (docs/BENCHMARKS.md), and the driver caches

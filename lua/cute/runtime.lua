@@ -59,7 +59,7 @@ function Device:__tostring()
     self.cc.major, self.cc.minor, self.sm_count, self.total_mem / 2 ^ 30)
 end
 -- Make this device current in the calling thread.
-function Device:set() check(C.cute_cuda_set_device(self.ordinal, err)) return self end
+function Device:set() M.set_device(self.ordinal) return self end
 function Device:synchronize() self:set() check(C.cute_cuda_synchronize(err)) end
 -- A raw CUdevice_attribute (number) of this device.
 function Device:attribute(attr)
@@ -110,7 +110,9 @@ function M.set_device(i)
   if type(i) ~= "number" or i ~= floor(i) or i < 0 then
     argerror("cute.set_device", "device %s is not a non-negative integer", tostring(i))
   end
-  check(C.cute_cuda_set_device(i, err))
+  M.context.device = false
+  check(M._driver.cute_cuda_set_device(i, err))
+  M.context.device = i
 end
 
 -- Wait for all work on the current device.
@@ -219,6 +221,46 @@ end
 -- modules and kernels
 -- ---------------------------------------------------------------------------
 
+-- The driver entry points that modules, launches and the current device go
+-- through.  Tests and benchmarks without a GPU replace some of them with Lua
+-- functions (M._use_driver); the others stay the C ones.
+local driver_names = { "cute_cuda_module_load", "cute_cuda_module_unload", "cute_cuda_module_get_function",
+  "cute_cuda_launch", "cute_cuda_launch_cluster", "cute_cuda_func_set_max_dynamic_smem",
+  "cute_cuda_set_device", "cute_cuda_get_device" }
+local drv = C
+M._driver = C
+
+-- The device of this thread's context as far as cute knows: the ordinal that
+-- cute.set_device (or device:set()) chose last, or false until asked.  Kernel
+-- launch caches are per device (lua/cute/launch.lua): a C host that switches
+-- devices behind cute's back must call cute.set_device too.
+M.context = { device = false }
+
+-- The current device's ordinal (asks the driver once), or -1 without a driver.
+function M.current_device()
+  local d = M.context.device
+  if d then return d end
+  local v = intp()
+  if drv.cute_cuda_get_device(v, err) ~= 0 then d = -1 else d = v[0] end
+  M.context.device = d
+  return d
+end
+
+-- d: a table of replacements for some of driver_names, plus optionally
+-- available() (the launch path's "is there a GPU"); nil restores the driver.
+function M._use_driver(d)
+  if d == nil then drv = C
+  else
+    drv = { available = d.available }
+    for _, name in ipairs(driver_names) do drv[name] = d[name] or C[name] end
+  end
+  M._driver = drv
+  M.context.device = false
+end
+
+-- A loaded module's handle unloads through the driver that loaded it when
+-- the module (its Lua object, and every function or kernel entry holding it)
+-- is collected.
 local function unload_module(h) C.cute_cuda_module_unload(h, nil) end
 
 local Module = {}
@@ -229,6 +271,19 @@ local Function = {}
 Function.__index = Function
 Function.__tostring = function(f) return ("cute.function(%s)"):format(f.name) end
 
+-- The one module loader: image (a pointer or a Lua string) of size bytes;
+-- mode 1 PTX, 0 cubin, -1 detect.  log: a char buffer for the JIT's info log
+-- or nil.  Returns the Module, or nil with the error in cf.err.
+local function new_module(image, size, mode, log, log_size)
+  local out = voidpp()
+  if drv.cute_cuda_module_load(image, size, mode, out, log, log_size or 0, err) ~= 0 then return nil end
+  local d = drv
+  local h = d == C and ffi.gc(out[0], unload_module)
+    or ffi.gc(out[0], function(p) d.cute_cuda_module_unload(p, nil) end)
+  return setmetatable({ handle = h, info_log = log ~= nil and ffi.string(log) or "", functions = {} }, Module)
+end
+M._new_module = new_module
+
 -- cute.load_module(image, is_ptx): load PTX text or a cubin (a Lua string;
 -- is_ptx nil: detected).  The driver JIT's errors are in the Lua error; its
 -- info log (registers, spills) in module.info_log.
@@ -238,10 +293,9 @@ function M.load_module(image, is_ptx)
     argerror(fname, "image is a %s, not a non-empty string", type(image))
   end
   local mode = is_ptx == nil and -1 or (is_ptx and 1 or 0)
-  local out, log = voidpp(), ffi.new("char[?]", 8192)
-  check(C.cute_cuda_module_load(image, #image, mode, out, log, 8192, err))
-  return setmetatable({ handle = ffi.gc(out[0], unload_module), info_log = ffi.string(log),
-    functions = {} }, Module)
+  local m = new_module(image, #image, mode, ffi.new("char[?]", 8192), 8192)
+  if not m then check(1) end
+  return m
 end
 
 function Module:get_function(name)
@@ -252,7 +306,7 @@ function Module:get_function(name)
   local f = self.functions[name]
   if f then return f end
   local out = voidpp()
-  check(C.cute_cuda_module_get_function(self.handle, name, out, err))
+  check(drv.cute_cuda_module_get_function(self.handle, name, out, err))
   f = setmetatable({ handle = out[0], name = name, module = self }, Function)
   self.functions[name] = f
   return f
@@ -265,7 +319,7 @@ function Module:unload()
     self.handle = nil
     for _, f in pairs(self.functions) do f.handle = nil end
     ffi.gc(h, nil)
-    check(C.cute_cuda_module_unload(h, err))
+    check(drv.cute_cuda_module_unload(h, err))
   end
 end
 
@@ -319,7 +373,7 @@ function Function:set_max_dynamic_smem(bytes)
     argerror("function:set_max_dynamic_smem", "bytes = %s is not a non-negative integer",
       tostring(bytes))
   end
-  check(C.cute_cuda_func_set_max_dynamic_smem(h, bytes, err))
+  check(drv.cute_cuda_func_set_max_dynamic_smem(h, bytes, err))
   return self
 end
 
@@ -339,12 +393,33 @@ function Function:max_potential_block_size(smem, block_limit)
   return b[0], g[0]
 end
 
-local function dims(x, what, fname)
-  if type(x) == "number" then return x, 1, 1 end
-  if type(x) == "table" then return x[1] or 1, x[2] or 1, x[3] or 1 end
-  if x == nil then argerror(fname, "%s dims missing", what) end
-  argerror(fname, "%s dims %s is not a number or {x, y, z}", what, tostring(x))
+-- The one parser of launch dimensions (cute.launch and kernel launchers): a
+-- positive integer or {x [, y [, z]]} of them (missing ones are 1); nil is
+-- {1, 1, 1} when nil_ok, else an error.  Errors name fname and what and are
+-- raised at the user's line.
+local function okdim(v) return type(v) == "number" and v >= 1 and v % 1 == 0 and v < 2 ^ 32 end
+local function launch_dims(x, what, fname, nil_ok)
+  local a, b, c
+  if type(x) == "number" then a, b, c = x, 1, 1
+  elseif type(x) == "table" and getmetatable(x) == nil then a, b, c = x[1] or 1, x[2] or 1, x[3] or 1
+  elseif x == nil and nil_ok then return 1, 1, 1
+  elseif x == nil then cf.fail(("%s: %s dims missing"):format(fname, what))
+  else
+    local tr = package.loaded["cute.trace"]
+    if tr and tr.is_value(x) then
+      cf.fail(("%s: %s dims must be Lua numbers, not traced values"):format(fname, what))
+    end
+    cf.fail(("%s: %s dims %s is not a number or {x, y, z}"):format(fname, what, tostring(x)))
+  end
+  if not (okdim(a) and okdim(b) and okdim(c)) then
+    cf.fail(("%s: %s dims must be positive integers, got {%s, %s, %s}"):format(fname, what, tostring(a),
+      tostring(b), tostring(c)))
+  end
+  return a, b, c
 end
+M.launch_dims = launch_dims
+M.launch_dim_ok = okdim -- (a positive integer below 2^32: the fast paths' check)
+local function dims(x, what, fname) return launch_dims(x, what, fname, false) end
 
 -- cute.launch(fn, grid, block, smem, stream, params[, cluster]): launch a
 -- kernel.  grid/block/cluster: a number or {x, y, z}; smem: dynamic shared
@@ -360,7 +435,7 @@ function M.launch(fn, grid, block, smem, stream, params, cluster)
   local sh = stream
   if type(stream) == "table" then sh = stream.handle end
   if cluster == nil then
-    local s = C.cute_cuda_launch(h, gx, gy, gz, bx, by, bz, smem or 0, sh, params, err)
+    local s = drv.cute_cuda_launch(h, gx, gy, gz, bx, by, bz, smem or 0, sh, params, err)
     if s ~= 0 then
       if type(fn) == "table" and fn.handle == nil and fn.name then
         argerror("cute.launch", "function %s belongs to an unloaded module", fn.name)
@@ -370,7 +445,7 @@ function M.launch(fn, grid, block, smem, stream, params, cluster)
     return
   end
   local cx, cy, cz = dims(cluster, "cluster", "cute.launch")
-  check(C.cute_cuda_launch_cluster(h, gx, gy, gz, bx, by, bz, cx, cy, cz, smem or 0, sh, params, err))
+  check(drv.cute_cuda_launch_cluster(h, gx, gy, gz, bx, by, bz, cx, cy, cz, smem or 0, sh, params, err))
 end
 
 function Function:launch(grid, block, smem, stream, params, cluster)

@@ -1,12 +1,15 @@
 -- cute.specialise: what a kernel binary is specialised on (docs/DSL.md,
 -- "Specialisation keys"), and the checks a call passes before it is traced.
 --
--- The kernel cache (kernel.lua) has one table level per argument, keyed by
--- arg_key(argument); the level after the last argument holds a group
+-- A cache of binaries by call (launch.lua keeps one per kernel and device,
+-- k.caches[device]; M.find and M.group walk one) has one table level per
+-- argument, keyed by arg_key(argument); the level after the last argument
+-- holds a group
 --   { mask = f or false, [overlap mask] = entry }
 -- where f(a1, ..., an) is generated per signature: it returns the overlap
 -- mask of the call's tensor arguments (bit i-1 set when argument i overlaps
--- another tensor argument; -1 for a tensor without a device address).
+-- another tensor argument; -1 for a tensor without a device address).  The
+-- generated launchers (launch.lua) inline the same walk.
 --
 -- Key spaces never meet:
 --   number / boolean      itself (NaN -> "n:nan", -0 -> "n:-0")
@@ -31,6 +34,14 @@ M.is_cute_value = is_cute_value
 
 -- kernel.lua owns these (set through M.init)
 local tensor_sig, is_scalar, is_host_tensor
+
+-- the strides of a compact row-major tensor of this shape (the one helper)
+local function row_major(shape)
+  local st, acc = {}, 1
+  for i = #shape, 1, -1 do st[i] = acc; acc = acc * shape[i] end
+  return st
+end
+M.row_major = row_major
 
 local NIL, ENTRY, BAD = {}, {}, {}
 M.NIL, M.ENTRY, M.BAD = NIL, ENTRY, BAD
@@ -207,6 +218,40 @@ local function explain(a)
 end
 
 ---------------------------------------------------------------------------
+-- the cache tree (launch.lua keeps one per device; any other cache of
+-- binaries by call, such as k:compile's, can keep one the same way)
+---------------------------------------------------------------------------
+-- The entry stored for the call args[1..nargs] under root, or nil.
+function M.find(root, args, nargs)
+  local node = root
+  for i = 1, nargs do
+    node = node[arg_key(args[i])]
+    if not node then return nil end
+  end
+  local g = node[ENTRY]
+  if not g then return nil end
+  local m = g.mask
+  return g[m and m(unpack(args, 1, nargs)) or 0]
+end
+
+-- The group for args (created with its overlap test when new) and the call's
+-- overlap mask: store the entry as group[mask].  args must be checked
+-- (M.check_args) and not change afterwards (the cache keeps the tables).
+function M.group(root, args, nargs)
+  local node = root
+  for i = 1, nargs do
+    local key = arg_key(args[i])
+    assert(key ~= BAD, "cute.specialise: an argument that cannot be keyed reached the cache")
+    local nx = node[key]
+    if not nx then nx = {}; node[key] = nx end
+    node = nx
+  end
+  local g = node[ENTRY]
+  if not g then g = { mask = M.make_mask(args, nargs) }; node[ENTRY] = g end
+  return g, g.mask and g.mask(unpack(args, 1, nargs)) or 0
+end
+
+---------------------------------------------------------------------------
 -- argument counts and kinds
 ---------------------------------------------------------------------------
 -- n, isvararg, names of a kernel function's parameters
@@ -276,11 +321,6 @@ local function elem_bytes(t)
   return e and tr.tinfo[e] and tr.tinfo[e].bits / 8 or t.dtype.size or 1
 end
 
-local function row_major(shape)
-  local st, acc = {}, 1
-  for i = #shape, 1, -1 do st[i] = acc; acc = acc * shape[i] end
-  return st
-end
 
 -- byte offsets [lo, hi) from the tensor's pointer that it may touch
 local function extent(t)
