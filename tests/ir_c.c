@@ -130,12 +130,12 @@ static void build_misc(cute_ir *ir) {
 }
 
 static cute_compiled *compile(cute_ir *ir, const char *arch, int ptxas, cute_err *e) {
-  cute_compile_opts o = {0};
-  o.arch = arch;
-  o.opt_level = 3;
-  o.flags = ptxas ? 0 : CUTE_C_NO_PTXAS;
+  cute_compile_opts *o = cute_compile_opts_new();
   cute_compiled *c = NULL;
-  int rc = cute_compile(ir, &o, &c, e);
+  int rc = cute_compile_opts_set(o, "arch", arch, e);
+  if (!rc) rc = cute_compile_opts_set(o, "use_ptxas", ptxas && cute_ptxas_path() ? "true" : "false", e);
+  if (!rc) rc = cute_compile(ir, o, &c, e);
+  cute_compile_opts_free(o);
   if (rc && verbose && c && cute_compiled_llvm_ir(c)) printf("%s\n", cute_compiled_llvm_ir(c));
   if (rc) { cute_compiled_free(c); return NULL; }
   return c;
