@@ -82,6 +82,10 @@ LLVMValueRef cg_intr(cg *g, const ir_inst *in, const char *name, LLVMTypeRef *ty
 LLVMValueRef cg_iasm(cg *g, LLVMTypeRef ret, const char *tmpl, const char *cons, LLVMValueRef *args,
                          int nargs, int side);
 
+/* arch-specific features (target_nvptx.c): fails (returns 1) when the inline
+   PTX text uses an instruction the target lacks, e.g. wgmma on sm_90 */
+int cg_arch_feature_check(cg *g, const ir_inst *in, const char *ptx);
+
 /* function bodies and line info (codegen_body.c) */
 int cg_gen_body(cg *g);
 LLVMMetadataRef cg_di_file(cg *g, const char *path);

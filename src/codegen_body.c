@@ -504,6 +504,7 @@ int cg_gen_body(cg *g) {
       break;
     }
     case IR_ASM: {
+      if (cg_arch_feature_check(g, in, ir_strget(ir, (int32_t)in->imm))) break;
       const char *cons = ir_strget(ir, (int32_t)in->imm2);
       int nout = 0;
       for (const char *p = cons; *p; p++)

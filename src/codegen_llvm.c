@@ -105,6 +105,9 @@ static void add_attr(cg *g, LLVMValueRef fn, unsigned idx, const char *name, uin
   LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(g->C, k, v));
 }
 
+/* a device function without a body: a declaration, defined by a linked file */
+static int is_decl(const ir_func *f) { return f->kind == CUTE_FN_DEVICE && f->ninst - 1 <= f->nparams; }
+
 static int declare_funcs(cg *g) {
   cute_ir *ir = g->ir;
   for (int32_t fi = 1; fi < ir->nfuncs; fi++) {
@@ -127,7 +130,7 @@ static int declare_funcs(cg *g) {
       if (align) add_attr(g, fn, (unsigned)i + 1, "align", (uint64_t)align);
     }
     if (f->kind == CUTE_FN_KERNEL) g->tgt->kernel_abi(g, fn, f);
-    else LLVMSetLinkage(fn, LLVMInternalLinkage);
+    else if (!is_decl(f)) LLVMSetLinkage(fn, LLVMInternalLinkage);
     add_attr(g, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
     g->tgt->function_attrs(g, fn);
   }
@@ -238,6 +241,7 @@ int cg_lower(cg *g, char **text) {
   int rc = 0;
   for (int32_t fi = 1; fi < ir->nfuncs && !rc; fi++) {
     ir_func *f = &ir->funcs[fi];
+    if (is_decl(f)) continue;
     g->f = f;
     g->fi = fi;
     g->F = g->fn[fi];

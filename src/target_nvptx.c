@@ -73,6 +73,23 @@ const char *cute_arch_for_cc(int major, int minor, int *portable) {
   return best;
 }
 
+/* Instructions only the arch-specific sm_90a has (PTX ISA: "requires
+   sm_90a"); on any other target they are a clear error at lowering, never a
+   late ptxas or driver-JIT failure. */
+static const char *const sm90a_only[] = {"wgmma.", "setmaxnreg."};
+
+int cg_arch_feature_check(cg *g, const ir_inst *in, const char *ptx) {
+  if (!ptx || g->arch_specific) return 0;
+  for (size_t i = 0; i < sizeof sm90a_only / sizeof sm90a_only[0]; i++) {
+    const char *p = strstr(ptx, sm90a_only[i]);
+    if (!p) continue;
+    size_t n = strcspn(p, " \t;{");
+    return cg_fail(g, in, "'%.*s' needs the arch-specific target sm_90a; the target is %s", (int)(n < 60 ? n : 60), p,
+                   g->arch);
+  }
+  return 0;
+}
+
 static int nvptx_arch_ok(const char *arch) { return arch_index(arch) >= 0; }
 
 /* ---- the compile lock and the target machine cache ------------------------------------ */

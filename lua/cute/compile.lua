@@ -104,9 +104,16 @@ function M.default_arch() return by_name.arch.default end
 ---------------------------------------------------------------------------
 local Options = {}
 Options.__index = Options
-Options.__tostring = function(o) return "compile options {" .. o.key .. "}" end
-Options.__newindex = function() error("compile options are frozen (copied at creation): make new ones", 2) end
 M.Options = Options
+local function frozen() error("compile options are frozen (copied at creation): make new ones, e.g. k:with{...}", 2) end
+-- a frozen Options over the C object h: fields h, key, values (read-only), portable
+local function make(h, vals, portable)
+  local values = setmetatable({}, { __index = vals, __newindex = frozen })
+  local data = { h = h, key = ffi.string(C.cute_compile_opts_key(h)), values = values, _v = vals, portable = portable }
+  return setmetatable({}, { __index = function(_, k) local v = data[k]; if v == nil then return Options[k] end; return v end,
+    __newindex = frozen, __tostring = function() return "compile options {" .. data.key .. "}" end,
+    __metatable = Options })
+end
 
 -- M.options(t, what [, extra]): t a table of options (nil: none), what the
 -- operation named in errors ("cute.kernel"), extra a set of other keys the
@@ -154,8 +161,7 @@ function M.options(t, what, extra, defaults)
     end
     values[s.name] = v
   end
-  return setmetatable({ h = h, key = ffi.string(C.cute_compile_opts_key(h)), values = values,
-    portable = M.portable_device ~= nil and values.arch == M.device_arch() or nil }, Options)
+  return make(h, values, M.portable_device ~= nil and values.arch == M.device_arch() or nil)
 end
 
 -- the same options with some changed (a new frozen object)
@@ -167,10 +173,9 @@ function Options:with(changes, what)
     if C.cute_compile_opts_set(h, k, as_text(what, by_name[k], v), cf.err) ~= 0 then fail(what, ffi.string(cf.err[0].msg)) end
   end
   local values = {}
-  for k, v in pairs(self.values) do values[k] = v end
+  for k, v in pairs(self._v) do values[k] = v end
   for k, v in pairs(changes) do values[k] = v end
-  return setmetatable({ h = h, key = ffi.string(C.cute_compile_opts_key(h)), values = values,
-    portable = self.portable }, Options)
+  return make(h, values, self.portable)
 end
 
 -- the option was given explicitly (or by its environment variable)
