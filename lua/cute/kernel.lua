@@ -345,7 +345,11 @@ M.gpu_arch = gpu_arch
 local function compile_ir(self, ir, want_cubin)
   local compile = require("cute.compile")
   local o = self.options
-  if want_cubin and not o.values.use_ptxas and C.cute_ptxas_path() ~= nil then
+  if o.portable then
+    -- a device newer than every target: its portable PTX goes to the driver's
+    -- JIT (a cubin for sm_90 would not load on it)
+    if o.values.use_ptxas then o = o:with({ use_ptxas = false }, "cute.kernel " .. self.name) end
+  elseif want_cubin and not o.values.use_ptxas and C.cute_ptxas_path() ~= nil then
     o = o:with({ use_ptxas = true }, "cute.kernel " .. self.name)
   end
   local cc, st, msg = compile.run(ir, o)
