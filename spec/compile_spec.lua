@@ -427,3 +427,55 @@ describe("docs/COMPILE.md", function()
     assert.are.equal(n, m, "docs/COMPILE.md lists options the code does not have")
   end)
 end)
+
+describe("compile options on the GPU", function()
+  local seed = 4242
+  local function rand_floats(n, lo, hi)
+    local a = ffi.new("float[?]", n)
+    for i = 0, n - 1 do
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      a[i] = lo + (hi - lo) * seed / 2147483648
+    end
+    return a
+  end
+  -- y = sqrt(x * x + 1) / x + exp(-x) with x in [0.5, 2]: each option set against
+  -- a CPU reference in double precision (approximate math: a looser bound)
+  for _, case in ipairs({
+    { opts = {}, tol = 1e-6 },
+    { opts = { use_ptxas = true }, tol = 1e-6 },
+    { opts = { opt_level = 0, lineinfo = true }, tol = 1e-6 },
+    { opts = { ftz = true, max_registers = 32, max_threads_per_block = 256, min_blocks_per_sm = 2 }, tol = 1e-6 },
+    { opts = { fast_math = true }, tol = 1e-5 },
+    { opts = { enable_assertions = false }, tol = 1e-6 },
+  }) do
+    local label = {}
+    for k, v in pairs(case.opts) do label[#label + 1] = k .. "=" .. tostring(v) end
+    table.sort(label)
+    util.gpu_it("{" .. table.concat(label, ", ") .. "} runs and matches the CPU reference", function()
+      if case.opts.use_ptxas and not PTXAS then return pending("needs ptxas") end
+      local n = 100000
+      local k = cute.kernel(function(X, Y, n_)
+        local i = cute.arch.block_idx() * cute.arch.block_dim() + cute.arch.thread_idx()
+        if i < n_ then
+          local x = X[i]
+          cute.assert_(x > 0, "x positive")
+          Y[i] = cute.math.sqrt(x * x + 1) / x + cute.math.exp(-x)
+        end
+      end, case.opts)
+      local hx = rand_floats(n, 0.5, 2)
+      local X, Y = cute.from_host(hx, f32, { n }), cute.empty({ n }, f32)
+      Y:fill(0 / 0)
+      k:launch{ grid = math.ceil(n / 256), block = 256 }(X, Y, cute.Int32(n))
+      local hy = Y:to_host()
+      local worst = 0
+      for i = 0, n - 1 do
+        local x = hx[i]
+        local ref = math.sqrt(x * x + 1) / x + math.exp(-x)
+        local e = math.abs(hy[i] - ref) / math.abs(ref)
+        if not (e <= worst) then worst = e end
+      end
+      assert.is_true(worst <= case.tol, ("worst relative error %g (tolerance %g)"):format(worst, case.tol))
+      assert.are.equal(1, k.traces)
+    end)
+  end
+end)
