@@ -203,6 +203,13 @@ describe("compile options change the output", function()
     assert.truthy(has(capped.ptxas_log, "Used " .. capped.info.regs .. " registers"), capped.ptxas_log)
   end)
 
+  ptxas_it("ptxas_options are passed to ptxas", function()
+    local r = mathk({ use_ptxas = true, ptxas_options = "-O1 --warn-on-spills" }):compile(spec, spec)
+    assert.are.equal("\127ELF", r.cubin:sub(1, 4))
+    local e = err_of(function() mathk({ use_ptxas = true, ptxas_options = "--no-such-option-here" }):compile(spec, spec) end)
+    assert.truthy(has(e, "no-such-option-here"), e)
+  end)
+
   it("lineinfo: .loc directives of the Lua source", function()
     local p = ptx_of({ lineinfo = true })
     assert.truthy(has(p, ".loc"), p)

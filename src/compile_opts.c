@@ -237,21 +237,22 @@ cute_compile_opts *cute_compile_opts_copy(const cute_compile_opts *o) {
   return c;
 }
 
-static const char *valid_names(void) {
-  static char buf[600];
-  if (!buf[0]) {
-    size_t n = 0;
-    for (int i = 0; i < COPT_COUNT_ && n < sizeof buf; i++)
-      n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? ", " : "", rows[i].name);
-  }
+/* "arch, opt_level, ..." into buf */
+static const char *valid_names(char *buf, size_t cap) {
+  size_t n = 0;
+  buf[0] = 0;
+  for (int i = 0; i < COPT_COUNT_ && n < cap; i++)
+    n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", rows[i].name);
   return buf;
 }
 
 int cute_compile_opts_set(cute_compile_opts *o, const char *name, const char *value, cute_err *err) {
   if (!o) return fail(err, CUTE_E_STATE, "cute_compile_opts_set: NULL options");
   int i = find(name);
+  char names[600];
   if (i < 0)
-    return fail(err, CUTE_E_ARG, "compile option '%.60s': unknown; valid options: %s", name ? name : "(null)", valid_names());
+    return fail(err, CUTE_E_ARG, "compile option '%.60s': unknown; valid options: %s", name ? name : "(null)",
+                valid_names(names, sizeof names));
   if (!value) return set_from(o, i, rows[i].def, CUTE_OPT_FROM_DEFAULT, err);
   return set_from(o, i, value, CUTE_OPT_FROM_USER, err);
 }

@@ -34,14 +34,17 @@ static int arch_index(const char *a) {
   return -1;
 }
 int cute_arch_supported(const char *arch) { return arch_index(arch) >= 0; }
+static char arch_list[160];
+static pthread_once_t arch_list_once = PTHREAD_ONCE_INIT;
+static void make_arch_list(void) {
+  for (int i = 0; i < NARCH; i++) {
+    size_t n = strlen(arch_list);
+    snprintf(arch_list + n, sizeof arch_list - n, "%s%s", i ? ", " : "", archs[i].name);
+  }
+}
 const char *cute_arch_list(void) {
-  static char buf[160];
-  if (!buf[0])
-    for (int i = 0; i < NARCH; i++) {
-      size_t n = strlen(buf);
-      snprintf(buf + n, sizeof buf - n, "%s%s", i ? ", " : "", archs[i].name);
-    }
-  return buf;
+  pthread_once(&arch_list_once, make_arch_list);
+  return arch_list;
 }
 int target_ptx_version_ok(int v) {
   for (size_t i = 0; i < sizeof ptxv / sizeof ptxv[0]; i++)
