@@ -63,11 +63,11 @@ local first = assert(vadd():compile { arch = "sm_90a", opt_level = 3, use_ptxas 
 local cold = now_us() - t0
 print(("%-34s %8.0f us  [O3 %.0f, PTX emit %.0f]"):format("vadd IR->PTX, first in process", cold, first.times.optimise, first.times.emit_ptx))
 
-local warm = run("vadd IR->PTX (sm_90a, O3, warm)", { arch = "sm_90a", opt = 3, ptxas = false }, reps)
-run("vadd IR->PTX (sm_80, O3, warm)", { arch = "sm_80", opt = 3, ptxas = false }, reps)
-run("vadd IR->PTX (sm_90a, O0, warm)", { arch = "sm_90a", opt = 0, ptxas = false }, reps)
+local warm = run("vadd IR->PTX (sm_90a, O3, warm)", { arch = "sm_90a", opt_level = 3, use_ptxas = false }, reps)
+run("vadd IR->PTX (sm_80, O3, warm)", { arch = "sm_80", opt_level = 3, use_ptxas = false }, reps)
+run("vadd IR->PTX (sm_90a, O0, warm)", { arch = "sm_90a", opt_level = 0, use_ptxas = false }, reps)
 if IR.ptxas_path() then
-  run("vadd IR->cubin (sm_90a, ptxas)", { arch = "sm_90a", opt = 3 }, math.min(reps, 20))
+  run("vadd IR->cubin (sm_90a, ptxas)", { arch = "sm_90a", opt_level = 3, use_ptxas = true }, math.min(reps, 20))
 else
   print("ptxas not found: IR->cubin not measured")
 end

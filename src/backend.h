@@ -17,10 +17,12 @@ IR_HIDDEN cg *cg_new(cute_ir *ir, const struct cute_compile_opts *o, const char 
 IR_HIDDEN void cg_free(cg *g);
 /* The stages (0 or a CUTE_E_* code with msg set).  Each may leave text:
    *text malloc'ed (the caller frees). */
-IR_HIDDEN int cg_lower(cg *g, char **text);      /* IR -> LLVM module, LLVM verifier; text: the module */
+IR_HIDDEN int cg_lower(cg *g, char **text);      /* IR -> LLVM module, LLVM verifier; text: the module when rejected */
 IR_HIDDEN int cg_link(cg *g, char **text);       /* target libraries (libdevice) and option link; text: what was linked */
 IR_HIDDEN int cg_optimise(cg *g, char **text);   /* pass pipeline; text: the optimised module */
 IR_HIDDEN int cg_emit(cg *g, char **text);       /* text: the PTX */
+/* the module as it is now (malloc'ed; NULL before lowering) */
+IR_HIDDEN char *cg_module_text(cg *g);
 
 /* ---- target facts (target_nvptx.c) --------------------------------------------------- */
 IR_HIDDEN int target_ptx_version_ok(int v);

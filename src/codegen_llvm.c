@@ -150,6 +150,8 @@ static char *module_text(cg *g) {
   return r;
 }
 
+char *cg_module_text(cg *g) { return g && g->M ? module_text(g) : NULL; }
+
 /* ---- the generator ------------------------------------------------------------------------ */
 cg *cg_new(cute_ir *ir, const cute_compile_opts *o, const char *arch, char *msg, size_t cap) {
   cg *g = calloc(1, sizeof *g);
@@ -263,9 +265,9 @@ int cg_lower(cg *g, char **text) {
   }
   if (g->dib) LLVMDIBuilderFinalize(g->dib);
   if (rc) return rc;
-  *text = module_text(g);
   char *vm = NULL;
   if (LLVMVerifyModule(g->M, LLVMReturnStatusAction, &vm)) {
+    *text = module_text(g);
     snprintf(msg, cap, "LLVM verifier: %s", vm ? vm : "?");
     LLVMDisposeMessage(vm);
     return CUTE_E_LLVM;

@@ -2,7 +2,8 @@
  * over one result record.
  *
  *   verify     the IR verifier (option verify); text: the IR
- *   lower      IR -> LLVM module, LLVM's verifier; text: the module
+ *   lower      IR -> LLVM module, LLVM's verifier; text: the module (only when
+ *              it or a later LLVM stage fails: printing it costs)
  *   link       the target's libraries (libdevice) and the option link; text: what was linked
  *   optimise   default<O{opt_level}>; text: the optimised module
  *   emit_ptx   text: the PTX
@@ -328,6 +329,9 @@ int cute_compile(cute_ir *ir, const cute_compile_opts *oin, cute_compiled **out,
     res->st[s].us = now_us() - t;
     if (rc) break;
   }
+  /* the module is printed once on success (after optimise); when link or
+     optimise fails, as it stands then */
+  if (rc && (s == S_LINK || s == S_OPTIMISE) && !res->st[S_LOWER].text) res->st[S_LOWER].text = cg_module_text(g);
   cg_free(g);
   /* assemble */
   if (!rc && o->use_ptxas) {
