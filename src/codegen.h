@@ -53,7 +53,7 @@ typedef struct cg {
   int ptx;          /* PTX ISA version (requested, or LLVM's default for sm) */
   /* compile options (compile_opts.h) as the lowering reads them */
   const struct cute_target *tgt;
-  LLVMTargetMachineRef tm;
+  LLVMTargetMachineRef tm, own_tm; /* own_tm: not cached, disposed with the generator */
   const char *arch; /* "sm_90a" */
   int arch_specific; /* an "a" target (sm_90a) */
   int ptx_req;       /* ptx_version asked for (0: the arch's default) */

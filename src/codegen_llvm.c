@@ -183,6 +183,7 @@ void cg_free(cg *g) {
   free(g->ty);
   free(g->fn);
   free(g->fnty);
+  if (g->own_tm) LLVMDisposeTargetMachine(g->own_tm);
   free(g);
 }
 

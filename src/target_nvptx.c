@@ -100,17 +100,21 @@ static pthread_mutex_t tm_lock = PTHREAD_MUTEX_INITIALIZER;
 void target_lock(void) { pthread_mutex_lock(&tm_lock); }
 void target_unlock(void) { pthread_mutex_unlock(&tm_lock); }
 
-static struct { LLVMTargetMachineRef tm; char cpu[32], feat[32]; int level; } tm_cache[4];
-static int tm_next, targets_ready;
+/* Target machines are created once per (arch, PTX version, level) and never
+   disposed: lowering runs outside the lock with the machine it got, so an
+   evicted one could still be in use.  The set is small (a handful per
+   process); past TM_MAX the machine belongs to the compile (cg->own_tm). */
+#define TM_MAX 32
+static struct { LLVMTargetMachineRef tm; char cpu[32], feat[32]; int level; } tm_cache[TM_MAX];
+static int tm_count, targets_ready;
 
 static LLVMTargetMachineRef nvptx_machine(cg *g, char *msg, size_t cap) {
   char feat[32] = "";
   if (g->ptx_req) snprintf(feat, sizeof feat, "+ptx%d", g->ptx_req);
   const char *cpu = g->arch;
   int level = g->opt;
-  for (int i = 0; i < 4; i++)
-    if (tm_cache[i].tm && !strcmp(tm_cache[i].cpu, cpu) && !strcmp(tm_cache[i].feat, feat) &&
-        tm_cache[i].level == level)
+  for (int i = 0; i < tm_count; i++)
+    if (!strcmp(tm_cache[i].cpu, cpu) && !strcmp(tm_cache[i].feat, feat) && tm_cache[i].level == level)
       return tm_cache[i].tm;
   if (!targets_ready) {
     LLVMInitializeNVPTXTargetInfo();
@@ -134,8 +138,11 @@ static LLVMTargetMachineRef nvptx_machine(cg *g, char *msg, size_t cap) {
     snprintf(msg, cap, "LLVM: cannot create a target machine for %s %s", cpu, feat);
     return NULL;
   }
-  int i = tm_next++ & 3;
-  if (tm_cache[i].tm) LLVMDisposeTargetMachine(tm_cache[i].tm);
+  if (tm_count == TM_MAX) {
+    g->own_tm = tm;
+    return tm;
+  }
+  int i = tm_count++;
   tm_cache[i].tm = tm;
   snprintf(tm_cache[i].cpu, sizeof tm_cache[i].cpu, "%s", cpu);
   snprintf(tm_cache[i].feat, sizeof tm_cache[i].feat, "%s", feat);
@@ -222,7 +229,7 @@ static int load_libdevice(const char *path, char *msg, size_t cap) {
     snprintf(msg, cap, "cannot read libdevice %s", path);
     return CUTE_E_LLVM;
   }
-  free(libdevice_bytes);
+  /* (the bytes of another path stay: a compile may still be reading them) */
   libdevice_bytes = data;
   libdevice_size = (size_t)n;
   snprintf(libdevice_path, sizeof libdevice_path, "%s", path);

@@ -5,6 +5,7 @@
  * present, for sm_80 and sm_90a).  Prints "N passed, N failed". */
 #include "cute_ir.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +241,55 @@ static void test_compile_opts(void) {
   }
 }
 
+/* compiles on several threads at once (lowering outside the compile lock)
+   give the PTX of the same compiles one after the other */
+typedef struct par_job {
+  const char *arch, *opt;
+  char *ptx;
+} par_job;
+
+static void *par_main(void *arg) {
+  par_job *j = arg;
+  cute_ir *ir = cute_ir_new();
+  build_misc(ir);
+  cute_compile_opts *o = cute_compile_opts_new();
+  cute_compiled *c = NULL;
+  cute_err e;
+  if (!cute_compile_opts_set(o, "arch", j->arch, &e) && !cute_compile_opts_set(o, "opt_level", j->opt, &e) &&
+      !cute_compile(ir, o, &c, &e)) {
+    const char *p = cute_compiled_ptx(c);
+    j->ptx = malloc(strlen(p) + 1);
+    if (j->ptx) strcpy(j->ptx, p);
+  }
+  cute_compiled_free(c);
+  cute_compile_opts_free(o);
+  cute_ir_free(ir);
+  return NULL;
+}
+
+static void test_parallel_compiles(void) {
+  enum { N = 8 };
+  static const char *const archs[4] = {"sm_80", "sm_90a", "sm_86", "sm_89"};
+  static const char *const opts[2] = {"3", "1"};
+  par_job seq[N], par[N];
+  pthread_t th[N];
+  for (int i = 0; i < N; i++) {
+    seq[i] = (par_job){archs[i % 4], opts[i / 4], NULL};
+    par[i] = seq[i];
+    par_main(&seq[i]);
+  }
+  int started = 0;
+  for (int i = 0; i < N; i++) started += pthread_create(&th[i], NULL, par_main, &par[i]) == 0;
+  CHECK(started == N, "started %d threads", started);
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < started; i++) {
+    CHECK(seq[i].ptx && par[i].ptx && !strcmp(seq[i].ptx, par[i].ptx), "parallel compile %d (%s O%s) differs", i,
+          seq[i].arch, seq[i].opt);
+    free(seq[i].ptx);
+    free(par[i].ptx);
+  }
+}
+
 int main(int argc, char **argv) {
   verbose = argc > 1 && !strcmp(argv[1], "-v");
   static const char *const vadd_x[] = {"ld.global.nc.v4.f32", ".maxntid 256", ".minnctapersm 2", "st.global.cs.v4.b32", NULL};
@@ -249,6 +299,7 @@ int main(int argc, char **argv) {
   test_kernel("reduce", build_reduce, red_x);
   test_kernel("misc", build_misc, misc_x);
   test_compile_opts();
+  test_parallel_compiles();
 
   /* sticky builder errors with location */
   {
