@@ -47,10 +47,10 @@ local function run(label, opts, n)
     local t2 = now_us()
     tot[#tot + 1] = t2 - t0
     st.ir[#st.ir + 1] = t1 - t0
-    st.build[#st.build + 1] = r.times.verify + r.times.build + r.times.llvm_verify
-    st.opt[#st.opt + 1] = r.times.opt
-    st.emit[#st.emit + 1] = r.times.emit
-    st.ptxas[#st.ptxas + 1] = r.times.ptxas
+    st.build[#st.build + 1] = r.times.verify + r.times.lower
+    st.opt[#st.opt + 1] = r.times.optimise
+    st.emit[#st.emit + 1] = r.times.emit_ptx
+    st.ptxas[#st.ptxas + 1] = r.times.assemble
   end
   print(("%-34s median %8.0f us  [IR build %.0f, verify+LLVM IR %.0f, O3 %.0f, PTX emit %.0f, ptxas %.0f] (n=%d)")
     :format(label, median(tot), median(st.ir), median(st.build), median(st.opt), median(st.emit), median(st.ptxas), n))
@@ -59,15 +59,15 @@ end
 
 -- the first compile in this process (target machine creation included)
 local t0 = now_us()
-local first = assert(vadd():compile { arch = "sm_90a", opt = 3, ptxas = false })
+local first = assert(vadd():compile { arch = "sm_90a", opt_level = 3, use_ptxas = false })
 local cold = now_us() - t0
-print(("%-34s %8.0f us  [O3 %.0f, PTX emit %.0f]"):format("vadd IR->PTX, first in process", cold, first.times.opt, first.times.emit))
+print(("%-34s %8.0f us  [O3 %.0f, PTX emit %.0f]"):format("vadd IR->PTX, first in process", cold, first.times.optimise, first.times.emit_ptx))
 
-local warm = run("vadd IR->PTX (sm_90a, O3, warm)", { arch = "sm_90a", opt = 3, ptxas = false }, reps)
-run("vadd IR->PTX (sm_80, O3, warm)", { arch = "sm_80", opt = 3, ptxas = false }, reps)
-run("vadd IR->PTX (sm_90a, O0, warm)", { arch = "sm_90a", opt = 0, ptxas = false }, reps)
+local warm = run("vadd IR->PTX (sm_90a, O3, warm)", { arch = "sm_90a", opt_level = 3, use_ptxas = false }, reps)
+run("vadd IR->PTX (sm_80, O3, warm)", { arch = "sm_80", opt_level = 3, use_ptxas = false }, reps)
+run("vadd IR->PTX (sm_90a, O0, warm)", { arch = "sm_90a", opt_level = 0, use_ptxas = false }, reps)
 if IR.ptxas_path() then
-  run("vadd IR->cubin (sm_90a, ptxas)", { arch = "sm_90a", opt = 3 }, math.min(reps, 20))
+  run("vadd IR->cubin (sm_90a, ptxas)", { arch = "sm_90a", opt_level = 3, use_ptxas = true }, math.min(reps, 20))
 else
   print("ptxas not found: IR->cubin not measured")
 end
@@ -82,13 +82,13 @@ local function mathk()
   return m
 end
 local t1 = now_us()
-local r = mathk():compile { arch = "sm_90a", ptxas = false }
+local r = mathk():compile { arch = "sm_90a", use_ptxas = false }
 print(("%-34s %8.0f us  [libdevice link %.0f, O3 %.0f]"):format("expf (libdevice), first", now_us() - t1,
-  r and r.times.link or -1, r and r.times.opt or -1))
+  r and r.times.link or -1, r and r.times.optimise or -1))
 t1 = now_us()
-r = mathk():compile { arch = "sm_90a", ptxas = false }
+r = mathk():compile { arch = "sm_90a", use_ptxas = false }
 print(("%-34s %8.0f us  [libdevice link %.0f, O3 %.0f]"):format("expf (libdevice), warm", now_us() - t1,
-  r and r.times.link or -1, r and r.times.opt or -1))
+  r and r.times.link or -1, r and r.times.optimise or -1))
 
 print(("targets: first %s (%.1f ms <= 10), warm %s (%.2f ms <= 3)"):format(cold <= 10000 and "ok" or "MISSED", cold / 1000,
   warm <= 3000 and "ok" or "MISSED", warm / 1000))

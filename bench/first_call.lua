@@ -19,9 +19,7 @@ while cute.now_us() - tg < gap_ms * 1e3 do end
 
 local ex = dofile(exdir .. "common.lua")
 local function load(name)
-  local k = ex.load_kernel(name)
-  k.opts.cubin = (mode == "cubin")
-  return k
+  return ex.load_kernel(name):with({ use_ptxas = (mode == "cubin") })
 end
 
 local function first(label, k, ...)

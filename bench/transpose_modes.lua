@@ -15,8 +15,7 @@ local S = tonumber(arg[1]) or 8192
 local rounds = tonumber(arg[2]) or 100
 local show_old = arg[3] == "old"
 local function load(cubin)
-  local k = ex.load_kernel("transpose", { S, S })
-  k.opts.cubin = cubin
+  local k = ex.load_kernel("transpose", { S, S }):with({ use_ptxas = cubin })
   k.name = k.name .. (cubin and "_cubin" or "_ptx")
   return k
 end

@@ -33,7 +33,7 @@ if not ex.gpu() then
   local r = vadd:compile(spec, spec, spec)
   print(r.ptx)
   print(("compiled for %s: IR build %.0f us, LLVM opt %.0f us, PTX emit %.0f us"):format(
-    r.arch, r.times.build_us, r.times.opt_us, r.times.emit_us))
+    r.arch, r.times.lower, r.times.optimise, r.times.emit_ptx))
   return
 end
 

@@ -1,6 +1,7 @@
 /*
  * cute_ir.h -- public C API of the kernel IR (builder, printer, parser,
- * verifier) and of the code generator (IR -> LLVM -> PTX -> cubin).
+ * verifier); the compiler driver (IR -> LLVM -> PTX -> cubin) is in
+ * cute_compile.h.
  *
  * Model
  *  - A cute_ir context owns everything built in it (types, functions, values,
@@ -21,6 +22,7 @@
 #define CUTE_IR_H
 
 #include "cute.h"
+#include "cute_compile.h" /* the compiler driver (was this header's "compile" section) */
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,7 +34,6 @@ extern "C" {
 
 /* CDEF BEGIN cute_ir.h */
 typedef struct cute_ir cute_ir;
-typedef struct cute_compiled cute_compiled;
 
 /* Scalar type refs (fixed), and type kinds for vectors and pointers. */
 enum {
@@ -232,70 +233,6 @@ int cute_ir_parse(cute_ir *ir, const char *text, cute_err *err);
 /* Verify every function; 0 or CUTE_E_VERIFY with "file:line: message". */
 int cute_ir_verify(cute_ir *ir, cute_err *err);
 
-/* ---- compile ------------------------------------------------------------------ */
-enum { CUTE_C_NO_PTXAS = 1,   /* stop at PTX                              */
-       CUTE_C_FTZ = 2,        /* flush f32 denormals to zero              */
-       CUTE_C_NO_VERIFY = 4,  /* skip the IR verifier (LLVM's still runs) */
-       CUTE_C_LINEINFO = 8    /* .file/.loc from cute_ir_set_loc in the PTX, ptxas -lineinfo */ };
-
-typedef struct cute_compile_opts {
-  const char *arch;      /* "sm_80", "sm_90a"...; NULL: "sm_90a"          */
-  int ptx_version;       /* 80 -> +ptx80; 0: LLVM's default for arch      */
-  int opt_level;         /* 0..3                                          */
-  int flags;             /* CUTE_C_*                                      */
-  int ptxas_opt;         /* ptxas -O level + 1 (0: default, -O3)          */
-  const char *libdevice; /* path; NULL: $CUDA_HOME or /usr/local/cuda     */
-} cute_compile_opts;
-
-typedef struct cute_kernel_info {
-  int32_t regs;          /* ptxas: registers per thread (-1 unknown)     */
-  int32_t smem_static;   /* static shared bytes (IR; ptxas if it ran)    */
-  int32_t smem_dynamic;  /* bytes declared with cute_ir_dyn_smem          */
-  int32_t smem_optin;    /* 1: static+dynamic > 48 KiB, raise the limit   */
-  int32_t spill_stores;  /* ptxas: bytes                                  */
-  int32_t spill_loads;
-  int32_t stack;         /* ptxas: stack frame bytes                      */
-  int32_t cmem;          /* ptxas: cmem[0] bytes                          */
-  int32_t max_threads;   /* launch bounds (0 unset)                       */
-  int32_t min_blocks;
-} cute_kernel_info;
-
-typedef struct cute_compile_times {
-  double verify_us, build_us, llvm_verify_us, link_us, opt_us, emit_us, ptxas_us, total_us;
-} cute_compile_times;
-
-/* Compile every function of ir; *out is owned by the caller (cute_compiled_free).
-   On error *out may still hold the stages that succeeded (texts), or be NULL. */
-int cute_compile(cute_ir *ir, const cute_compile_opts *o, cute_compiled **out, cute_err *err);
-void cute_compiled_free(cute_compiled *c);
-/* Stage texts, owned by c (NULL if the stage did not run). */
-const char *cute_compiled_ir_text(cute_compiled *c);
-const char *cute_compiled_llvm_ir(cute_compiled *c);
-const char *cute_compiled_ptx(cute_compiled *c);
-/* ptxas's -v report (stderr), owned by c. */
-const char *cute_compiled_ptxas_log(cute_compiled *c);
-/* Cubin bytes owned by c (NULL and *size 0 if ptxas did not run: then load the PTX,
-   the driver JITs it). */
-const void *cute_compiled_cubin(cute_compiled *c, size_t *size);
-/* 1 if a cubin was produced, 0 if the PTX is left for the driver JIT. */
-int cute_compiled_has_cubin(cute_compiled *c);
-int cute_compiled_kernel_count(cute_compiled *c);
-/* Name of kernel i, owned by c. */
-const char *cute_compiled_kernel_name(cute_compiled *c, int i);
-/* Info for kernel name (NULL: the first kernel); CUTE_E_ARG if unknown. */
-int cute_compiled_info(cute_compiled *c, const char *kernel, cute_kernel_info *out);
-void cute_compiled_times(cute_compiled *c, cute_compile_times *out);
-/* Path of the ptxas found (NULL if none), owned by the library. */
-const char *cute_ptxas_path(void);
-/* Start initialising LLVM's NVPTX back end for arch (NULL: "sm_90a") in a
-   background thread, so that the first real compile finds it warm.  Returns
-   at once; only the first call does anything. */
-void cute_compile_warmup(const char *arch);
-/* Wait for a warm-up started by cute_compile_warmup (no-op otherwise).  Must
-   run before exit() while a warm-up may be under way: lua_close of a state
-   that loaded cute does it, and so does cuteluajit; a C host that calls exit()
-   without lua_close calls it first. */
-void cute_compile_warmup_wait(void);
 /* CDEF END */
 
 #if defined(__GNUC__)

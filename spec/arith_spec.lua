@@ -76,7 +76,7 @@ kernel @k(%1: ptr.global.f32 "a", %2: ptr.global.i8 "b", %3: ptr.global.u8 "c") 
   ret
 }
 ]])
-    local r = assert(m:compile { arch = "sm_90a", opt = 1, ptxas = false })
+    local r = assert(m:compile { arch = "sm_90a", opt_level = 1, use_ptxas = false })
     assert.is_truthy(r.llvm:find("smin%.i16%(i16 %%%d+, i16 127%)") and r.llvm:find("smax%.i16%(i16 %%%d+, i16 %-128%)"), r.llvm)
     assert.is_truthy(r.llvm:find("umin%.i16%(i16 %%%d+, i16 255%)"), r.llvm)
   end)

@@ -1,12 +1,14 @@
 /* codegen.h -- internal: the LLVM code generator's state and the helpers
- * shared by codegen_llvm.c (module, types, compile driver), codegen_body.c
+ * shared by codegen_llvm.c (module, types, the lowering stages), target_*.c
+ * (the targets behind target.h), codegen_body.c
  * (function bodies, structured regions, line info) and codegen_ops.c
  * (conversions, math, memory, atomics, shuffles, special registers).  Only
- * these three files include llvm-c headers. */
+ * these files include llvm-c headers. */
 #ifndef CUTE_CODEGEN_H
 #define CUTE_CODEGEN_H
 
 #include "ir.h"
+#include "compile_opts.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/BitReader.h>
@@ -49,6 +51,14 @@ typedef struct cg {
   int need_libdevice, ftz;
   int sm;           /* 80 for sm_80, 90 for sm_90a */
   int ptx;          /* PTX ISA version (requested, or LLVM's default for sm) */
+  /* compile options (compile_opts.h) as the lowering reads them */
+  const struct cute_target *tgt;
+  LLVMTargetMachineRef tm, own_tm; /* own_tm: not cached, disposed with the generator */
+  const char *arch; /* "sm_90a" */
+  int arch_specific; /* an "a" target (sm_90a) */
+  int ptx_req;       /* ptx_version asked for (0: the arch's default) */
+  int opt;           /* opt_level */
+  int fast_math, assertions;
   char *err;
   size_t errcap;
   int failed;
@@ -71,6 +81,10 @@ LLVMValueRef cg_intr(cg *g, const ir_inst *in, const char *name, LLVMTypeRef *ty
                          LLVMValueRef *args, int nargs);
 LLVMValueRef cg_iasm(cg *g, LLVMTypeRef ret, const char *tmpl, const char *cons, LLVMValueRef *args,
                          int nargs, int side);
+
+/* arch-specific features (target_nvptx.c): fails (returns 1) when the inline
+   PTX text uses an instruction the target lacks, e.g. wgmma on sm_90 */
+int cg_arch_feature_check(cg *g, const ir_inst *in, const char *ptx);
 
 /* function bodies and line info (codegen_body.c) */
 int cg_gen_body(cg *g);

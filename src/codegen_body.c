@@ -488,6 +488,7 @@ int cg_gen_body(cg *g) {
     case IR_PRINTF: emit_printf(g, in, ir_strget(ir, (int32_t)in->imm), a, in->nargs); break;
     case IR_TRAP: cg_intr(g, in, "llvm.trap", NULL, 0, NULL, 0); break;
     case IR_ASSERT: {
+      if (!g->assertions) break; /* enable_assertions = false: compiled out */
       LLVMBasicBlockRef fail = newbb(g, "assert.fail"), ok = newbb(g, "assert.ok");
       LLVMBuildCondBr(g->B, x, ok, fail);
       LLVMPositionBuilderAtEnd(g->B, fail);
@@ -503,6 +504,7 @@ int cg_gen_body(cg *g) {
       break;
     }
     case IR_ASM: {
+      if (cg_arch_feature_check(g, in, ir_strget(ir, (int32_t)in->imm))) break;
       const char *cons = ir_strget(ir, (int32_t)in->imm2);
       int nout = 0;
       for (const char *p = cons; *p; p++)

@@ -216,7 +216,7 @@ static LLVMValueRef fconst(cg *g, LLVMTypeRef t, double d) { return LLVMConstRea
 
 LLVMValueRef cg_math(cg *g, const ir_inst *in, int op, LLVMValueRef x, LLVMValueRef y) {
   int32_t t = in->type;
-  int fast = in->imm == CUTE_MATH_FAST;
+  int fast = in->imm == CUTE_MATH_FAST || g->fast_math; /* (the option fast_math: every op) */
   if (t == CUTE_T_F16 || t == CUTE_T_BF16) {
     x = LLVMBuildFPExt(g->B, x, g->tf32, "");
     if (y) y = LLVMBuildFPExt(g->B, y, g->tf32, "");

@@ -226,10 +226,10 @@ static int check_ordinal(const char *fn, int ordinal, CUdevice *dev, cute_err *e
 /* ---- compiler warm-up when a context first appears ------------------------
  * A process that opens a GPU context is about to compile kernels: load and
  * exercise the driver's PTX JIT (its first use in a process costs ~8 ms) on a
- * background thread, and start the LLVM warm-up of the code generator (a weak
- * reference: this file also links without it).  CUTE_NO_WARMUP=1 turns both
- * off.  The thread is joined at exit, before the driver is torn down. */
-void cute_compile_warmup(const char *arch) __attribute__((weak));
+ * background thread.  (The code generator's warm-up is started by the kernel
+ * layer, cute.kernel: the driver layer does not reach into the compiler.)
+ * CUTE_NO_WARMUP=1 turns it off.  The thread is joined at exit, before the
+ * driver is torn down. */
 
 static pthread_t g_warm_thread;
 static int g_warm_started;
@@ -253,11 +253,6 @@ static void start_warmup(CUcontext ctx, CUdevice dev) {
   if (cu.DeviceGetAttribute(&major, CUTE_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != 0 ||
       cu.DeviceGetAttribute(&minor, CUTE_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != 0)
     return;
-  if (cute_compile_warmup) {
-    char arch[16];
-    snprintf(arch, sizeof arch, "sm_%d%d%s", major, minor, major >= 9 ? "a" : "");
-    cute_compile_warmup(arch);
-  }
   snprintf(g_warm_ptx, sizeof g_warm_ptx,
            ".version 7.0\n.target sm_%d%d\n.address_size 64\n"
            ".visible .entry cute_jit_warmup(.param .u64 p)\n{\n  ret;\n}\n", major, minor);

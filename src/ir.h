@@ -177,16 +177,4 @@ IR_HIDDEN void ir_buf_puts(ir_buf *b, const char *s);
 IR_HIDDEN void ir_buf_printf(ir_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 IR_HIDDEN void ir_buf_quote(ir_buf *b, const char *s);
 
-/* ptxas.c */
-typedef struct ptxas_kinfo {
-  char name[128];
-  int regs, smem, spill_st, spill_ld, stack, cmem;
-} ptxas_kinfo;
-IR_HIDDEN const char *ptxas_find(void);
-/* Assemble ptx for arch; on success *cubin (malloc'ed) and *log (malloc'ed stderr).
-   Returns 0, or nonzero with msg. */
-IR_HIDDEN int ptxas_run(const char *ptxas, const char *ptx, const char *arch, int opt, int lineinfo,
-                        void **cubin, size_t *cubin_size, char **log, char *msg, size_t cap);
-IR_HIDDEN int ptxas_parse(const char *log, ptxas_kinfo *k, int cap);
-
 #endif

@@ -625,7 +625,9 @@ int ir_verify_func(cute_ir *ir, int32_t fi, char *msg, size_t cap) {
   }
   if (!rc) {
     int32_t last = f->ninst - 1;
-    if (last <= f->nparams || f->inst[last].op != IR_RET) {
+    /* (a device function without a body is a declaration: the option link defines it) */
+    int decl = last <= f->nparams && f->kind == CUTE_FN_DEVICE;
+    if (!decl && (last <= f->nparams || f->inst[last].op != IR_RET)) {
       snprintf(msg, cap, "%sin %s: missing terminator: the function must end with ret",
                last > 0 ? ir_locstr(ir, &f->inst[last], lb, sizeof lb) : "", fname);
       rc = 1;

@@ -3,11 +3,12 @@
  * A process's first compile pays for LLVM's one-time set-up (target
  * registration, the target machine, pass pipelines: ~5 ms of a ~10 ms first
  * compile).  cute_compile_warmup compiles a tiny kernel on a detached thread
- * with the same options a launch uses, so the target machine is cached by the
+ * with the default options a launch uses, so the target machine is cached by the
  * time the user's kernel is traced.  Compiles are serialised by the code
  * generator's lock, so the two never race; cute_compile_warmup_wait joins
  * the thread before the process or the Lua state can go away. */
 #include "cute_ir.h"
+#include "compile_opts.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -36,14 +37,12 @@ static void *warm_main(void *arg) {
   cute_ir_store(ir, cute_ir_gep(ir, b, i), y, 0, 4);
   cute_ir_end(ir);
   cute_ir_ret(ir, 0);
-  cute_compile_opts o = {0};
-  o.arch = warm_arch;
-  o.opt_level = 3;
-  o.flags = CUTE_C_NO_PTXAS;
+  cute_compile_opts *o = cute_compile_opts_new();
   cute_compiled *out = NULL;
-  cute_err err;
-  if (cute_ir_status(ir, NULL) == 0) cute_compile(ir, &o, &out, &err);
+  if (o && cute_compile_opts_set(o, "arch", warm_arch, NULL) == 0 && cute_ir_status(ir, NULL) == 0)
+    cute_compile(ir, o, &out, NULL);
   cute_compiled_free(out);
+  cute_compile_opts_free(o);
   cute_ir_free(ir);
   return NULL;
 }
@@ -67,7 +66,7 @@ void cute_compile_warmup_wait(void) {
 void cute_compile_warmup(const char *arch) {
   pthread_mutex_lock(&warm_lock);
   if (!warm_started) {
-    snprintf(warm_arch, sizeof warm_arch, "%s", arch && *arch ? arch : "sm_90a");
+    snprintf(warm_arch, sizeof warm_arch, "%s", arch && *arch ? arch : CUTE_DEFAULT_ARCH);
     if (pthread_create(&warm_thread, NULL, warm_main, NULL) == 0) {
       warm_started = 1;
       atexit(cute_compile_warmup_wait);

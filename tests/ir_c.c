@@ -5,6 +5,7 @@
  * present, for sm_80 and sm_90a).  Prints "N passed, N failed". */
 #include "cute_ir.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,12 +131,12 @@ static void build_misc(cute_ir *ir) {
 }
 
 static cute_compiled *compile(cute_ir *ir, const char *arch, int ptxas, cute_err *e) {
-  cute_compile_opts o = {0};
-  o.arch = arch;
-  o.opt_level = 3;
-  o.flags = ptxas ? 0 : CUTE_C_NO_PTXAS;
+  cute_compile_opts *o = cute_compile_opts_new();
   cute_compiled *c = NULL;
-  int rc = cute_compile(ir, &o, &c, e);
+  int rc = cute_compile_opts_set(o, "arch", arch, e);
+  if (!rc) rc = cute_compile_opts_set(o, "use_ptxas", ptxas && cute_ptxas_path() ? "true" : "false", e);
+  if (!rc) rc = cute_compile(ir, o, &c, e);
+  cute_compile_opts_free(o);
   if (rc && verbose && c && cute_compiled_llvm_ir(c)) printf("%s\n", cute_compiled_llvm_ir(c));
   if (rc) { cute_compiled_free(c); return NULL; }
   return c;
@@ -190,6 +191,105 @@ static void expect_verify_error(const char *what, const char *text, const char *
   cute_ir_free(ir);
 }
 
+/* the compile-option table through the C API, and the architecture rule */
+static void test_compile_opts(void) {
+  cute_err e;
+  cute_compile_opts *o = cute_compile_opts_new();
+  CHECK(o != NULL, "cute_compile_opts_new");
+  if (!o) return;
+  CHECK(cute_compile_opts_set(o, "nonsense", "1", &e) == CUTE_E_ARG && strstr(e.msg, "unknown; valid options: arch, opt_level"),
+        "unknown option: '%s'", e.msg);
+  CHECK(cute_compile_opts_set(o, "opt_level", "9", &e) == CUTE_E_ARG &&
+            !strcmp(e.msg, "compile option 'opt_level': expected an integer 0..3, got '9'"),
+        "opt_level 9: '%s'", e.msg);
+  CHECK(cute_compile_opts_set(o, "arch", "sm_100a", &e) != 0 && strstr(e.msg, "sm_100a"), "arch sm_100a: '%s'", e.msg);
+  CHECK(cute_compile_opts_set(o, "opt_level", "1", &e) == 0, "opt_level 1: %s", e.msg);
+  CHECK(!strcmp(cute_compile_opts_get(o, "opt_level"), "1"), "get opt_level");
+  CHECK(!strcmp(cute_compile_opts_get(o, "arch"), "sm_90a"), "default arch");
+  /* an explicit option beats the environment; the others take it */
+  setenv("CUTE_OPT_LEVEL", "2", 1);
+  setenv("CUTE_MAX_REGISTERS", "64", 1);
+  CHECK(cute_compile_opts_apply_env(o, &e) == 0, "apply_env: %s", e.msg);
+  CHECK(!strcmp(cute_compile_opts_get(o, "opt_level"), "1"), "explicit opt_level lost to the environment");
+  CHECK(!strcmp(cute_compile_opts_get(o, "max_registers"), "64"), "max_registers from CUTE_MAX_REGISTERS");
+  CHECK(cute_compile_opts_source(o, "max_registers") == CUTE_OPT_FROM_ENV, "source of max_registers");
+  setenv("CUTE_FTZ", "perhaps", 1);
+  CHECK(cute_compile_opts_apply_env(o, &e) == CUTE_E_ARG && strstr(e.msg, "(from CUTE_FTZ)"), "bad env: '%s'", e.msg);
+  unsetenv("CUTE_OPT_LEVEL");
+  unsetenv("CUTE_MAX_REGISTERS");
+  unsetenv("CUTE_FTZ");
+  const char *key = cute_compile_opts_key(o);
+  CHECK(key && strstr(key, "opt_level=1") && strstr(key, "max_registers=64") && !strstr(key, "keep="), "key '%s'",
+        key ? key : "(null)");
+  int n = cute_compile_opt_count(), found = 0;
+  for (int i = 0; i < n; i++) {
+    const char *env = cute_compile_opt_info(i, CUTE_OPT_ENV);
+    CHECK(env && !strncmp(env, "CUTE_", 5), "option %d env", i);
+    found += !strcmp(cute_compile_opt_info(i, CUTE_OPT_NAME), "use_ptxas");
+  }
+  CHECK(found == 1 && cute_compile_opt_info(n, CUTE_OPT_NAME) == NULL, "reflection");
+  cute_compile_opts_free(o);
+  static const struct { int major, minor; const char *arch; int portable; } rule[] = {
+      {8, 0, "sm_80", 0}, {8, 6, "sm_86", 0}, {8, 9, "sm_89", 0}, {9, 0, "sm_90a", 0},
+      {10, 0, "sm_90", 1}, {12, 0, "sm_90", 1}, {5, 0, NULL, 0}};
+  for (size_t i = 0; i < sizeof rule / sizeof rule[0]; i++) {
+    int portable = -1;
+    const char *a = cute_arch_for_cc(rule[i].major, rule[i].minor, &portable);
+    CHECK((a == NULL && rule[i].arch == NULL) || (a && rule[i].arch && !strcmp(a, rule[i].arch)),
+          "cc %d.%d -> %s", rule[i].major, rule[i].minor, a ? a : "(null)");
+    CHECK(portable == rule[i].portable, "cc %d.%d portable %d", rule[i].major, rule[i].minor, portable);
+  }
+}
+
+/* compiles on several threads at once (lowering outside the compile lock)
+   give the PTX of the same compiles one after the other */
+typedef struct par_job {
+  const char *arch, *opt;
+  char *ptx;
+} par_job;
+
+static void *par_main(void *arg) {
+  par_job *j = arg;
+  cute_ir *ir = cute_ir_new();
+  build_misc(ir);
+  cute_compile_opts *o = cute_compile_opts_new();
+  cute_compiled *c = NULL;
+  cute_err e;
+  if (!cute_compile_opts_set(o, "arch", j->arch, &e) && !cute_compile_opts_set(o, "opt_level", j->opt, &e) &&
+      !cute_compile(ir, o, &c, &e)) {
+    const char *p = cute_compiled_ptx(c);
+    j->ptx = malloc(strlen(p) + 1);
+    if (j->ptx) strcpy(j->ptx, p);
+  }
+  cute_compiled_free(c);
+  cute_compile_opts_free(o);
+  cute_ir_free(ir);
+  return NULL;
+}
+
+static void test_parallel_compiles(void) {
+  enum { N = 8 };
+  static const char *const archs[4] = {"sm_80", "sm_90a", "sm_86", "sm_89"};
+  static const char *const opts[2] = {"3", "1"};
+  par_job seq[N], par[N];
+  pthread_t th[N];
+  for (int i = 0; i < N; i++) {
+    seq[i] = (par_job){archs[i % 4], opts[i / 4], NULL};
+    par[i] = seq[i];
+    par_main(&seq[i]);
+  }
+  int started = 0;
+  for (int i = 0; i < N; i++) started += pthread_create(&th[i], NULL, par_main, &par[i]) == 0;
+  CHECK(started == N, "started %d threads", started);
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < started; i++) {
+    CHECK(seq[i].ptx && par[i].ptx && !strcmp(seq[i].ptx, par[i].ptx), "parallel compile %d (%s O%s) differs", i,
+          seq[i].arch, seq[i].opt);
+    free(seq[i].ptx);
+    free(par[i].ptx);
+  }
+}
+
 int main(int argc, char **argv) {
   verbose = argc > 1 && !strcmp(argv[1], "-v");
   static const char *const vadd_x[] = {"ld.global.nc.v4.f32", ".maxntid 256", ".minnctapersm 2", "st.global.cs.v4.b32", NULL};
@@ -198,6 +298,8 @@ int main(int argc, char **argv) {
   test_kernel("vadd", build_vadd, vadd_x);
   test_kernel("reduce", build_reduce, red_x);
   test_kernel("misc", build_misc, misc_x);
+  test_compile_opts();
+  test_parallel_compiles();
 
   /* sticky builder errors with location */
   {

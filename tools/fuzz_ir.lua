@@ -254,7 +254,7 @@ local function check_compile(kind, m)
   local ptxas = WITH_PTXAS and R() < 0.1
   -- LLVM-only compiles also go to older targets (ptxas 13 starts at sm_75)
   local arch = ptxas and pick(ARCH) or pick({ "sm_80", "sm_90a", "sm_80", "sm_90a", "sm_60", "sm_70", "sm_75", "sm_86", "sm_89" })
-  local r, e, code = m:compile { arch = arch, opt = R(0, 3), ptxas = ptxas, lineinfo = R() < 0.2 }
+  local r, e, code = m:compile { arch = arch, opt_level = R(0, 3), use_ptxas = ptxas, lineinfo = R() < 0.2 }
   if r then counts.compiled = counts.compiled + 1 return true end
   -- accurate math without libdevice is a clean, expected refusal
   if code == C.CUTE_E_UNSUPPORTED then return true end

@@ -227,51 +227,20 @@ end
 
 local function s(p) return p ~= nil and ffi.string(p) or nil end
 
--- Compile: opts {arch="sm_90a", ptx=80, opt=3, ptxas=true, ftz=false, verify=true, lineinfo=false}
--- Returns a table {ir, llvm, ptx, ptxas_log, cubin (string or nil), kernels =
--- {name = info}, info (first kernel), times}; on error nil, message, code, partial.
+-- Compile: opts are the compile options of docs/COMPILE.md (arch, opt_level,
+-- use_ptxas, lineinfo, ftz, fast_math, keep, dump_dir, ...); ptxas assembles
+-- a cubin when present unless use_ptxas = false.  Returns the result table of
+-- cute.compile (ir, llvm, ptx, cubin bytes, sass, ptxas_log, kernels, info,
+-- times, stages); on error nil, message, code, partial result.
 function M.compile(self, o)
-  o = o or {}
-  local co = ffi.new("cute_compile_opts")
-  co.arch = o.arch or "sm_90a"
-  co.ptx_version = o.ptx or 0
-  co.opt_level = o.opt or 3
-  co.flags = (o.ptxas == false and C.CUTE_C_NO_PTXAS or 0) + (o.ftz and C.CUTE_C_FTZ or 0)
-      + (o.verify == false and C.CUTE_C_NO_VERIFY or 0) + (o.lineinfo and C.CUTE_C_LINEINFO or 0)
-  co.libdevice = o.libdevice
-  local out = ffi.new("cute_compiled*[1]")
-  local st = C.cute_compile(self.h, co, out, cf.err)
-  local cc = out[0] ~= nil and ffi.gc(out[0], C.cute_compiled_free) or nil
-  local r = {}
-  if cc ~= nil then
-    r.ir = s(C.cute_compiled_ir_text(cc))
-    r.llvm = s(C.cute_compiled_llvm_ir(cc))
-    r.ptx = s(C.cute_compiled_ptx(cc))
-    r.ptxas_log = s(C.cute_compiled_ptxas_log(cc))
-    local sz = ffi.new("size_t[1]")
-    local cb = C.cute_compiled_cubin(cc, sz)
-    r.cubin = cb ~= nil and ffi.string(cb, sz[0]) or nil
-    r.kernels = {}
-    for i = 0, C.cute_compiled_kernel_count(cc) - 1 do
-      local name = ffi.string(C.cute_compiled_kernel_name(cc, i))
-      local ki = ffi.new("cute_kernel_info")
-      C.cute_compiled_info(cc, name, ki)
-      local t = {
-        regs = ki.regs, smem_static = ki.smem_static, smem_dynamic = ki.smem_dynamic,
-        smem_optin = ki.smem_optin ~= 0, spill_stores = ki.spill_stores, spill_loads = ki.spill_loads,
-        stack = ki.stack, cmem = ki.cmem, max_threads = ki.max_threads, min_blocks = ki.min_blocks,
-      }
-      r.kernels[name] = t
-      r.info = r.info or t
-    end
-    local tm = ffi.new("cute_compile_times")
-    C.cute_compiled_times(cc, tm)
-    r.times = {
-      verify = tm.verify_us, build = tm.build_us, llvm_verify = tm.llvm_verify_us, link = tm.link_us,
-      opt = tm.opt_us, emit = tm.emit_us, ptxas = tm.ptxas_us, total = tm.total_us,
-    }
+  local compile = require("cute.compile")
+  local opts = compile.options(o, "cute.ir compile")
+  if not opts:given("use_ptxas") and C.cute_ptxas_path() ~= nil then
+    opts = opts:with({ use_ptxas = true }, "cute.ir compile")
   end
-  if st ~= 0 then return nil, ffi.string(cf.err[0].msg), st, r end
+  local cc, st, msg = compile.run(self.h, opts)
+  local r = cc and compile.result(cc) or {}
+  if st ~= 0 then return nil, msg, st, r end
   return r
 end
 IR.compile = M.compile

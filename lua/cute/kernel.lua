@@ -191,6 +191,9 @@ local function kernel_name(fn, opts)
   return ("%s_%d"):format(base, info.linedefined or 0)
 end
 
+-- options of cute.kernel that are not compile options
+local kernel_keys = { name = true, frontend = true }
+
 local warmed = false
 function M.kernel(fn, opts)
   if type(fn) ~= "function" then error("cute.kernel: expected a function, got " .. type(fn), 2) end
@@ -198,23 +201,40 @@ function M.kernel(fn, opts)
   if opts ~= nil and type(opts) ~= "table" then
     error("cute.kernel(fn, opts): opts must be a table such as {name = ...}, got " .. type(opts), 2)
   end
-  opts = opts or {}
+  -- the options are copied and frozen: they are part of the kernel's identity
+  local copy = {}
+  for key, v in pairs(opts or {}) do copy[key] = v end
+  opts = copy
+  if opts.name ~= nil and (type(opts.name) ~= "string" or not opts.name:match("^[%a_][%w_]*$")) then
+    cf.fail("cute.kernel: option 'name' must be an identifier string, got " .. tostring(opts.name))
+  end
+  local options = require("cute.compile").options(opts, "cute.kernel", kernel_keys)
   if not warmed then
     -- a kernel will be compiled soon: get LLVM ready in the background
     warmed = true
     if M.warmup then
-      C.cute_compile_warmup(opts.arch or M.gpu_arch() or "sm_90a")
+      C.cute_compile_warmup(options.values.arch)
       -- lua_close runs this finaliser: the warm-up thread never outlives the state
       M._warmup_guard = ffi.gc(ffi.new("char[1]"), function() C.cute_compile_warmup_wait() end)
     end
   end
-  local k = setmetatable({ fn = fn, opts = opts, name = kernel_name(fn, opts), cache = {},
-    traces = 0, compiles = 0 }, Kernel)
+  local k = setmetatable({ fn = fn, source_fn = fn, opts = opts, options = options, options_key = options.key,
+    name = kernel_name(fn, opts), cache = {}, compiled = {}, traces = 0, compiles = 0 }, Kernel)
   k.nparams, k.isvararg, k.param_names = nparams, isvararg, param_names
   -- the source front end: k.fn becomes the rewritten function (cute.frontend)
   local frontend = require("cute.frontend")
   if frontend.attach then frontend.attach(k, fn, opts) end
   return k
+end
+
+-- k:with(opts): the same function as a new kernel, its options changed by opts
+function Kernel:with(opts)
+  if getmetatable(self) ~= Kernel then cf.fail("cute.kernel: call k:with(opts) with ':'") end
+  if type(opts) ~= "table" then cf.fail("cute.kernel k:with(opts): opts must be a table, got " .. type(opts)) end
+  local merged = {}
+  for key, v in pairs(self.opts) do merged[key] = v end
+  for key, v in pairs(opts) do merged[key] = v end
+  return M.kernel(self.source_fn, merged)
 end
 
 function M.is_kernel(x) return getmetatable(x) == Kernel end
@@ -252,9 +272,6 @@ function Kernel:trace(...)
   local plan = {} -- per kernel parameter: { kind = "ptr"|"scalar"|"dim", arg = i, ... }
   local ok, err = xpcall(function()
     C.cute_ir_func(ir, self.name, C.CUTE_FN_KERNEL, T.VOID or 1)
-    if self.opts.max_threads or self.opts.min_blocks then
-      C.cute_ir_launch_bounds(ir, self.opts.max_threads or 0, self.opts.min_blocks or 0)
-    end
     local targs = {}
     local tensor_ptrs = {}
     for i = 1, nargs do
@@ -337,40 +354,30 @@ local function check_self(self, method)
   end
 end
 
-local has_gpu_cache
-local function gpu_arch()
-  if has_gpu_cache == nil then
-    has_gpu_cache = false
-    local ok, rt = pcall(require, "cute.runtime")
-    if ok and rt.available() then
-      local d = rt.device(0)
-      has_gpu_cache = ("sm_%d%d%s"):format(d.cc[1], d.cc[2], d.cc[1] >= 9 and "a" or "")
-    end
-  end
-  return has_gpu_cache
-end
+-- the current device's target (cute_arch_for_cc), or false without a GPU
+local function gpu_arch() return require("cute.compile").device_arch() end
 M.gpu_arch = gpu_arch
 
--- Compile IR; returns the cute_compiled (gc'ed).
+-- Compile IR with the kernel's options (want_cubin: assemble with ptxas even
+-- if use_ptxas is off, when ptxas is present); returns the cute_compiled
+-- (gc'ed) and the arch.  A failure is an error at the user's line.
 local function compile_ir(self, ir, want_cubin)
-  local o = ffi.new("cute_compile_opts")
-  local arch = self.opts.arch or gpu_arch() or "sm_90a"
-  o.arch = arch
-  o.opt_level = self.opts.opt_level or 3
-  o.ptx_version = self.opts.ptx_version or 0
-  local flags = 0
-  if not want_cubin then flags = flags + C.CUTE_C_NO_PTXAS end
-  if self.opts.ftz then flags = flags + C.CUTE_C_FTZ end
-  o.flags = flags
-  local out = ffi.new("cute_compiled*[1]")
-  local st = C.cute_compile(ir, o, out, cf.err)
-  local cc = out[0] ~= nil and ffi.gc(out[0], C.cute_compiled_free) or nil
+  local compile = require("cute.compile")
+  local o = self.options
+  if o.portable then
+    -- a device newer than every target: its portable PTX goes to the driver's
+    -- JIT (a cubin for sm_90 would not load on it)
+    if o.values.use_ptxas then o = o:with({ use_ptxas = false }, "cute.kernel " .. self.name) end
+  elseif want_cubin and not o.values.use_ptxas and C.cute_ptxas_path() ~= nil then
+    o = o:with({ use_ptxas = true }, "cute.kernel " .. self.name)
+  end
+  local cc, st, msg = compile.run(ir, o)
   if st ~= 0 then
-    local msg = ffi.string(cf.err[0].msg)
-    error(("cute.kernel %s: compile failed: %s"):format(self.name, msg), 0)
+    self._failed = cc and compile.result(cc) or nil
+    cf.fail(("cute.kernel %s: compile failed: %s"):format(self.name, compile.explain(o, msg)))
   end
   self.compiles = self.compiles + 1
-  return cc, arch
+  return cc, o.values.arch
 end
 
 -- Stages as text for given arguments (no GPU needed with cute.tensor_spec):
@@ -391,31 +398,79 @@ function Kernel:ir(...)
   return ffi.string(C.cute_ir_print(ir))
 end
 
--- k:compile(args...) -> { ir = text, llvm = text, ptx = text, cubin = bool, info = {...}, times = {...} }
+-- The compiled entry for args, through the kernel's cache of compiles: one
+-- table level per argument keyed by sp.arg_key (as launches are), then the
+-- static overlap mask.  A second identical call neither traces nor compiles.
+-- Returns the entry { cc, result } or nil, message, partial result when a
+-- stage failed.
+local function compiled_entry(self, what, ...)
+  local nargs = sp.count(...)
+  local args = { ... }
+  sp.check_args(self, args, nargs, false)
+  local node = self.compiled
+  for i = 1, nargs do
+    local key = sp.arg_key(args[i])
+    local nx = node[key]
+    if not nx then nx = {}; node[key] = nx end
+    node = nx
+  end
+  local mask = sp.static_mask(args, nargs)
+  local g = node[sp.ENTRY]
+  if not g then g = {}; node[sp.ENTRY] = g end
+  local e = g[mask]
+  if e then return e end
+  self._alias_mask = mask
+  local ir = self:trace(unpack(args, 1, nargs))
+  local compile = require("cute.compile")
+  -- an inspection assembles with ptxas when present, unless use_ptxas was given
+  local o = self.options
+  if not o:given("use_ptxas") and C.cute_ptxas_path() ~= nil then o = o:with({ use_ptxas = true }, what) end
+  local cc, st, msg = compile.run(ir, o)
+  local r = cc and compile.result(cc) or nil
+  if st ~= 0 then return nil, compile.explain(o, msg), r end
+  self.compiles = self.compiles + 1
+  e = { cc = cc, result = r }
+  g[mask] = e
+  return e
+end
+
+-- k:compile(args...) -> the compile result (lua/cute/compile.lua): ir, llvm,
+-- ptx, cubin (bytes), sass (when kept), ptxas_log, arch, key, kernels, info,
+-- times, stages.  A failed stage is an error at the user's line; k.last_failure
+-- then holds the partial result (every stage's text up to the failure).
 function Kernel:compile(...)
   check_self(self, "compile")
-  local ir = trace_static(self, ...)
-  local cc, arch = compile_ir(self, ir, self.opts.cubin ~= false and C.cute_ptxas_path() ~= nil)
-  local info = ffi.new("cute_kernel_info")
-  C.cute_compiled_info(cc, nil, info)
-  local times = ffi.new("cute_compile_times")
-  C.cute_compiled_times(cc, times)
-  local function s(p) return p ~= nil and ffi.string(p) or nil end
-  return {
-    arch = arch,
-    ir = s(C.cute_compiled_ir_text(cc)), llvm = s(C.cute_compiled_llvm_ir(cc)),
-    ptx = s(C.cute_compiled_ptx(cc)), ptxas_log = s(C.cute_compiled_ptxas_log(cc)),
-    cubin = C.cute_compiled_has_cubin(cc) ~= 0,
-    info = { regs = info.regs, smem = info.smem_static, smem_dynamic = info.smem_dynamic,
-      spill_stores = info.spill_stores,
-      spill_loads = info.spill_loads, stack = info.stack },
-    times = { build_us = times.build_us, opt_us = times.opt_us, emit_us = times.emit_us,
-      ptxas_us = times.ptxas_us, total_us = times.total_us },
-  }
+  local e, msg, partial = compiled_entry(self, "cute.kernel " .. self.name .. " compile", ...)
+  if not e then
+    self.last_failure = partial
+    cf.fail(("cute.kernel %s: compile failed: %s"):format(self.name, msg))
+  end
+  return e.result
 end
+
+-- k:ptx(args...): the PTX, also when a later stage (ptxas) fails: then the
+-- second value is the error message.
 function Kernel:ptx(...)
   check_self(self, "ptx")
-  return self:compile(...).ptx
+  local e, msg, partial = compiled_entry(self, "cute.kernel " .. self.name .. " ptx", ...)
+  if e then return e.result.ptx end
+  self.last_failure = partial
+  if partial and partial.ptx then return partial.ptx, msg end
+  cf.fail(("cute.kernel %s: compile failed: %s"):format(self.name, msg))
+end
+
+-- k:sass(args...): the SASS through nvdisasm or cuobjdump (an error naming
+-- where they were searched when neither is installed)
+function Kernel:sass(...)
+  check_self(self, "sass")
+  local what = "cute.kernel " .. self.name .. " sass"
+  local e, msg, partial = compiled_entry(self, what, ...)
+  if not e then
+    self.last_failure = partial
+    cf.fail(("cute.kernel %s: compile failed: %s"):format(self.name, msg))
+  end
+  if not e.result.sass then e.result.sass = require("cute.compile").sass(e.cc, what) end
+  return e.result.sass
 end
 
 ---------------------------------------------------------------------------
@@ -430,8 +485,9 @@ M._use_driver = launch._use_driver
 
 -- Launches load PTX and let the driver JIT it: measured faster for a first call
 -- than running ptxas as a process (docs/BENCHMARKS.md), and the driver caches
--- the result on disk.  opts.cubin = true (or cute.kernel_defaults.cubin) uses
--- ptxas; k:compile() always runs ptxas when it is present (for its report).
+-- the result on disk.  The option use_ptxas = true (or
+-- require("cute.kernel").default_cubin = true for every kernel) uses ptxas;
+-- k:compile() always runs ptxas when it is present (for its report).
 M.default_cubin = false
 -- background LLVM warm-up at the first cute.kernel (CUTE_NO_WARMUP=1 turns it off)
 M.warmup = os.getenv("CUTE_NO_WARMUP") == nil

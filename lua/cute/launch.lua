@@ -98,10 +98,8 @@ local function build(self, args, nargs)
   local t0 = C.cute_cuda_now_us()
   local ir, plan = self:trace(unpack(args, 1, nargs))
   local t1 = C.cute_cuda_now_us()
-  local use_cubin = self.opts.cubin
-  if use_cubin == nil then use_cubin = K.default_cubin end
-  if use_cubin and C.cute_ptxas_path() == nil then use_cubin = false end
-  local cc = K.compile_ir(self, ir, use_cubin)
+  -- the kernel's use_ptxas option decides (K.default_cubin: a process-wide override)
+  local cc = K.compile_ir(self, ir, K.default_cubin and C.cute_ptxas_path() ~= nil)
   local t2 = C.cute_cuda_now_us()
   local image, size, is_ptx
   if C.cute_compiled_has_cubin(cc) ~= 0 then

@@ -1,0 +1,39 @@
+/* target.h -- internal: the target seam.  The target-neutral lowering
+ * (codegen_llvm.c, codegen_body.c, codegen_ops.c) calls the target only
+ * through this hook table; a target fills one (target_nvptx.c: NVIDIA PTX).
+ * A second target (a CPU one is planned) fills its own table instead of
+ * editing the lowering. */
+#ifndef CUTE_TARGET_H
+#define CUTE_TARGET_H
+
+#include "codegen.h"
+
+typedef struct cute_target {
+  const char *name;   /* "nvptx" */
+  const char *triple; /* LLVM target triple */
+  /* 1 if arch ("sm_80", ...) is a processor of this target */
+  int (*arch_ok)(const char *arch);
+  /* the (cached) target machine for g->arch, g->ptx, g->opt; call under
+     target_lock; NULL with msg set */
+  LLVMTargetMachineRef (*machine)(cg *g, char *msg, size_t cap);
+  /* module-wide set-up after the data layout (module flags) */
+  void (*module_setup)(cg *g);
+  /* a kernel's ABI and annotations (calling convention, launch bounds) */
+  void (*kernel_abi)(cg *g, LLVMValueRef fn, const ir_func *f);
+  /* attributes every defined function gets (denormal mode, fast math) */
+  void (*function_attrs)(cg *g, LLVMValueRef fn);
+  /* link the target's libraries the module needs (libdevice); text: what
+     was linked, appended to *log */
+  int (*link_libraries)(cg *g, ir_buf *log, char *msg, size_t cap);
+  /* passes that run before default<On> ("" or "a,b,") */
+  const char *(*pre_passes)(cg *g);
+} cute_target;
+
+IR_HIDDEN extern const cute_target target_nvptx;
+/* the target that emits arch (NULL: none) */
+IR_HIDDEN const cute_target *target_for_arch(const char *arch);
+/* LLVM's target machines and passes are shared: the narrow compile lock */
+IR_HIDDEN void target_lock(void);
+IR_HIDDEN void target_unlock(void);
+
+#endif
