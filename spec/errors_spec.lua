@@ -174,7 +174,6 @@ describe("the library raises with no numeric error level", function()
         if code:find("[^%w_.:]error%(") or code:find("^error%(") then
           local ok = file:find("/ffi%.lua$") or file:find("/lua_parse%.lua$")
             or (file:find("/control%.lua$") and code:find("error%(msg, l")) -- RT:error: the user's level
-            or file:find("/kernel%.lua$")                                   -- (not this part's file)
           assert.is_truthy(ok, ("%s:%d raises with error(): %s"):format(file, i, line))
         end
       end

@@ -84,7 +84,7 @@ M.row_major = row_major
 function M.tensor_spec(shape, dtype, strides, opts)
   if type(shape) == "number" then shape = { shape } end
   if type(dtype) ~= "table" or not tr.dtype_ir[dtype.name] then
-    error("cute.tensor_spec: unknown dtype " .. tostring(dtype), 2)
+    cf.fail("cute.tensor_spec: unknown dtype " .. tostring(dtype))
   end
   if opts ~= nil and type(opts) ~= "table" then
     cf.fail("cute.tensor_spec(shape, dtype, strides, opts): opts must be a table, got " .. type(opts))
@@ -109,7 +109,7 @@ end
 -- compiled in.  Offsets are 64-bit unless index_bits = 32, which this tensor
 -- must then allow (every offset it reaches below 2^31).
 function M.dynamic(t, opts)
-  if not is_host_tensor(t) then error("cute.dynamic: expected a tensor", 2) end
+  if not is_host_tensor(t) then cf.fail("cute.dynamic: expected a tensor") end
   if opts ~= nil and type(opts) ~= "table" then
     cf.fail("cute.dynamic(t, opts): opts must be a table such as {index_bits = 32}, got " .. type(opts))
   end
@@ -196,10 +196,10 @@ local kernel_keys = { name = true, frontend = true }
 
 local warmed = false
 function M.kernel(fn, opts)
-  if type(fn) ~= "function" then error("cute.kernel: expected a function, got " .. type(fn), 2) end
+  if type(fn) ~= "function" then cf.fail("cute.kernel: expected a function, got " .. type(fn)) end
   local nparams, isvararg, param_names = sp.param_info(fn) -- (of the function as written)
   if opts ~= nil and type(opts) ~= "table" then
-    error("cute.kernel(fn, opts): opts must be a table such as {name = ...}, got " .. type(opts), 2)
+    cf.fail("cute.kernel(fn, opts): opts must be a table such as {name = ...}, got " .. type(opts))
   end
   -- the options are copied and frozen: they are part of the kernel's identity
   local copy = {}
@@ -266,7 +266,7 @@ function Kernel:trace(...)
   local args = { ... }
   local nargs = select("#", ...)
   local ir = C.cute_ir_new()
-  if ir == nil then error("cute.kernel: out of memory", 2) end
+  if ir == nil then cf.fail("cute.kernel: out of memory") end
   ir = ffi.gc(ir, C.cute_ir_free)
   local prev = tr.begin(ir)
   local plan = {} -- per kernel parameter: { kind = "ptr"|"scalar"|"dim", arg = i, ... }
@@ -338,10 +338,10 @@ function Kernel:trace(...)
   if not ok then
     tr.abort(prev)
     if os.getenv("CUTE_DUMP_IR") then io.stderr:write(ffi.string(C.cute_ir_print(ir)), "\n") end
-    error(err, 0)
+    cf.rethrow(err)
   end
   local fine, ferr = tr.finish(prev)
-  if not fine then error(ferr, 0) end
+  if not fine then cf.rethrow(ferr) end
   cf.check(C.cute_ir_status(ir, cf.err))
   self.traces = self.traces + 1
   return ir, plan

@@ -241,7 +241,7 @@ local function do_launch(self, l, args, nargs)
   local smem = M.launch_smem(self, entry, l) -- (dynamic shared memory: default and check)
   local drv = rt._driver
   if smem > entry.max_dyn_smem then
-    if drv.cute_cuda_func_set_max_dynamic_smem(entry.fn, smem, cu_err) ~= 0 then cf.fail_err() end
+    cf.check(drv.cute_cuda_func_set_max_dynamic_smem(entry.fn, smem, cu_err))
     entry.max_dyn_smem = smem
   end
   local stream = l.stream_handle
