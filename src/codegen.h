@@ -77,7 +77,7 @@ int cg_gen_body(cg *g);
 LLVMMetadataRef cg_di_file(cg *g, const char *path);
 void cg_begin_debug_func(cg *g);
 
-/* op lowering (codegen_ops.c) */
+/* op lowering (nvptx_ops.c: the NVPTX target's ops) */
 LLVMValueRef cg_cvt(cg *g, const ir_inst *in, int32_t to, int32_t from, LLVMValueRef v, int rnd);
 LLVMValueRef cg_shift(cg *g, int op, int sg, LLVMValueRef x, LLVMValueRef y);
 LLVMValueRef cg_divrem(cg *g, int op, int sg, LLVMValueRef x, LLVMValueRef y);
@@ -88,5 +88,14 @@ LLVMValueRef cg_atom(cg *g, const ir_inst *in, const int32_t *a);
 LLVMValueRef cg_shfl(cg *g, const ir_inst *in, const int32_t *a);
 void cg_loop_md(cg *g, LLVMValueRef brinst, int64_t unroll);
 LLVMValueRef cg_sreg(cg *g, const ir_inst *in);
+LLVMValueRef cg_asm(cg *g, const ir_inst *in, const int32_t *a);
+/* kernel ABI (nvptx_ops.c): LLVM type of a parameter, byval/grid_constant
+   attributes of kernel fi's bytes parameters */
+LLVMTypeRef cg_param_type(cg *g, int32_t t);
+void cg_kernel_params(cg *g, LLVMValueRef fn, int32_t fi);
+/* PTX ISA version the IR's features need (77 with grid_constant parameters; 0: any) */
+int cg_min_ptx(cute_ir *ir);
+/* PTX text with "<kernel>_param_<i>" renamed after the IR parameter names (malloc'ed) */
+char *cg_ptx_param_names(cute_ir *ir, const char *ptx);
 
 #endif

@@ -19,9 +19,11 @@ static void add_call_attr(cg *g, LLVMValueRef call, const char *name) {
 /* inline PTX; side: has side effects (and convergent) */
 LLVMValueRef cg_iasm(cg *g, LLVMTypeRef ret, const char *tmpl, const char *cons, LLVMValueRef *args,
                          int nargs, int side) {
-  LLVMTypeRef at[20];
-  for (int i = 0; i < nargs && i < 20; i++) at[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef at0[20], *at = nargs > 20 ? malloc(sizeof *at * (size_t)nargs) : at0;
+  if (!at) return NULL;
+  for (int i = 0; i < nargs; i++) at[i] = LLVMTypeOf(args[i]);
   LLVMTypeRef fty = LLVMFunctionType(ret, at, (unsigned)nargs, 0);
+  if (at != at0) free(at);
   LLVMValueRef ia = LLVMGetInlineAsm(fty, tmpl, strlen(tmpl), cons, strlen(cons), side, 0,
                                      LLVMInlineAsmDialectATT, 0);
   LLVMValueRef call = LLVMBuildCall2(g->B, fty, ia, args, (unsigned)nargs, "");
@@ -390,13 +392,22 @@ int cg_gen_body(cg *g) {
       res = cg_intr(g, in, "llvm.nvvm.prmt", NULL, 0, args, 3);
       break;
     }
-    case IR_EXTRACT: res = LLVMBuildExtractElement(g->B, x, LLVMConstInt(g->ti32, (unsigned long long)in->imm, 0), ""); break;
-    case IR_INSERT: res = LLVMBuildInsertElement(g->B, x, y, LLVMConstInt(g->ti32, (unsigned long long)in->imm, 0), ""); break;
+    case IR_EXTRACT:
+      res = ir->types[t0].kind == CUTE_T_ARR ? LLVMBuildExtractValue(g->B, x, (unsigned)in->imm, "")
+                                             : LLVMBuildExtractElement(g->B, x, LLVMConstInt(g->ti32, (unsigned long long)in->imm, 0), "");
+      break;
+    case IR_INSERT:
+      res = ir->types[t0].kind == CUTE_T_ARR ? LLVMBuildInsertValue(g->B, x, y, (unsigned)in->imm, "")
+                                             : LLVMBuildInsertElement(g->B, x, y, LLVMConstInt(g->ti32, (unsigned long long)in->imm, 0), "");
+      break;
     case IR_VEC: {
-      int n = ir->types[in->type].n;
+      int n = ir->types[in->type].n, arr = ir->types[in->type].kind == CUTE_T_ARR;
       res = LLVMGetPoison(T);
-      for (int i = 0; i < n; i++)
-        res = LLVMBuildInsertElement(g->B, res, cg_val(g, a[in->nargs == 1 ? 0 : i]), LLVMConstInt(g->ti32, (unsigned)i, 0), "");
+      for (int i = 0; i < n; i++) {
+        LLVMValueRef e = cg_val(g, a[in->nargs == 1 ? 0 : i]);
+        res = arr ? LLVMBuildInsertValue(g->B, res, e, (unsigned)i, "")
+                  : LLVMBuildInsertElement(g->B, res, e, LLVMConstInt(g->ti32, (unsigned)i, 0), "");
+      }
       break;
     }
     case IR_LOAD: case IR_STORE: {
@@ -502,36 +513,8 @@ int cg_gen_body(cg *g) {
       LLVMPositionBuilderAtEnd(g->B, ok);
       break;
     }
-    case IR_ASM: {
-      const char *cons = ir_strget(ir, (int32_t)in->imm2);
-      int nout = 0;
-      for (const char *p = cons; *p; p++)
-        if (*p == '=' && (p == cons || p[-1] == ',')) nout++;
-      LLVMValueRef args[16];
-      for (int i = 0; i < in->nargs; i++) args[i] = cg_val(g, a[i]);
-      LLVMTypeRef rt = T;
-      int vec = ir->types[in->type].kind == CUTE_T_VEC && nout > 1;
-      if (vec) {
-        int n = ir->types[in->type].n;
-        if (nout != n) { cg_fail(g, in, "asm: %d outputs for a %d-lane result", nout, n); break; }
-        LLVMTypeRef f8[8];
-        for (int i = 0; i < n; i++) f8[i] = cg_type(g, ir->types[in->type].elem);
-        rt = LLVMStructTypeInContext(g->C, f8, (unsigned)n, 0);
-      } else if (nout != (in->type != CUTE_T_VOID)) {
-        cg_fail(g, in, "asm: %d outputs in \"%s\" for a %s result", nout, cons, ir_type_str(ir, in->type));
-        break;
-      }
-      LLVMValueRef call = cg_iasm(g, rt, ir_strget(ir, (int32_t)in->imm), cons, args, in->nargs, 1);
-      if (vec) {
-        res = LLVMGetPoison(T);
-        for (int i = 0; i < ir->types[in->type].n; i++)
-          res = LLVMBuildInsertElement(g->B, res, LLVMBuildExtractValue(g->B, call, (unsigned)i, ""),
-                                       LLVMConstInt(g->ti32, (unsigned)i, 0), "");
-      } else if (in->type != CUTE_T_VOID) {
-        res = call;
-      }
-      break;
-    }
+    case IR_ASM: res = cg_asm(g, in, a); break;
+    case IR_PARAMADDR: res = x; break; /* the byval pointer: NVPTX makes it cvta.param (grid_constant) */
     default:
       cg_fail(g, in, "%s is not supported by the code generator yet", ir_ops[in->op].name);
       break;

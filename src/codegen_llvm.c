@@ -145,6 +145,8 @@ LLVMTypeRef cg_type(cg *g, int32_t t) {
   case CUTE_T_F64: r = g->tf64; break;
   case CUTE_T_VEC: r = LLVMVectorType(cg_type(g, ty->elem), ty->n); break;
   case CUTE_T_PTR: r = LLVMPointerTypeInContext(g->C, ty->n); break;
+  case CUTE_T_ARR: r = LLVMArrayType2(cg_type(g, ty->elem), (uint64_t)ty->n); break;
+  case CUTE_T_BYTES: r = LLVMArrayType2(g->ti8, (uint64_t)ty->n); break;
   }
   return g->ty[t] = r;
 }
@@ -194,7 +196,7 @@ static int declare_funcs(cg *g) {
     ir_func *f = &ir->funcs[fi];
     LLVMTypeRef pt[64];
     if (f->nparams > 64) return cg_fail(g, NULL, "%s: more than 64 parameters", ir_strget(ir, f->name));
-    for (int i = 0; i < f->nparams; i++) pt[i] = cg_type(g, f->inst[i + 1].type);
+    for (int i = 0; i < f->nparams; i++) pt[i] = cg_param_type(g, f->inst[i + 1].type);
     g->fnty[fi] = LLVMFunctionType(cg_type(g, f->ret), pt, (unsigned)f->nparams, 0);
     LLVMValueRef fn = LLVMAddFunction(g->M, ir_strget(ir, f->name), g->fnty[fi]);
     g->fn[fi] = fn;
@@ -212,6 +214,7 @@ static int declare_funcs(cg *g) {
     if (f->kind == CUTE_FN_KERNEL) {
       LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
       annotate(g, fn, "kernel", 1);
+      cg_kernel_params(g, fn, fi);
       if (f->maxntid) annotate(g, fn, "maxntidx", f->maxntid);
       if (f->minctasm) annotate(g, fn, "minctasm", f->minctasm);
     } else {
@@ -327,6 +330,13 @@ static int compile_llvm(cute_ir *ir, const cute_compile_opts *o, cute_compiled *
       return CUTE_E_UNSUPPORTED;
     }
   }
+  int need_ptx = cg_min_ptx(ir); /* e.g. grid_constant parameters: cvta.param, PTX 7.7, sm_70 */
+  if (need_ptx && (atoi(arch + 3) < 70 || (o && o->ptx_version && o->ptx_version < need_ptx))) {
+    snprintf(msg, cap, "grid_constant parameters need sm_70 and PTX %d.%d or newer (arch %s, PTX %d)", need_ptx / 10,
+             need_ptx % 10, arch, o ? o->ptx_version : 0);
+    return CUTE_E_UNSUPPORTED;
+  }
+  if (need_ptx && !(o && o->ptx_version) && atoi(arch + 3) < 90) snprintf(feat, sizeof feat, "+ptx%d", need_ptx);
   double t0 = now_us();
   LLVMTargetMachineRef tm = get_tm(arch, feat, opt, msg, cap);
   if (!tm) return CUTE_E_LLVM;
@@ -337,7 +347,7 @@ static int compile_llvm(cute_ir *ir, const cute_compile_opts *o, cute_compiled *
   g->errcap = cap;
   g->ftz = o && (o->flags & CUTE_C_FTZ);
   g->sm = atoi(arch + 3);
-  g->ptx = o && o->ptx_version ? o->ptx_version : g->sm >= 90 ? 78 : g->sm >= 80 ? 70 : 63;
+  g->ptx = o && o->ptx_version ? o->ptx_version : g->sm >= 90 ? 78 : need_ptx ? need_ptx : g->sm >= 80 ? 70 : 63;
   g->C = LLVMContextCreate();
   LLVMContextSetDiagnosticHandler(g->C, diag_handler, g);
   g->M = LLVMModuleCreateWithNameInContext("cute", g->C);
@@ -452,8 +462,10 @@ static int compile_llvm(cute_ir *ir, const cute_compile_opts *o, cute_compiled *
       rc = CUTE_E_LLVM;
       goto out;
     }
-    res->ptx = dup_n(LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
+    char *raw = dup_n(LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
     LLVMDisposeMemoryBuffer(buf);
+    res->ptx = raw ? cg_ptx_param_names(ir, raw) : NULL;
+    free(raw);
   }
   res->t.emit_us = now_us() - t4;
 out:

@@ -165,7 +165,7 @@ cute_ir *cute_ir_new(void) {
   ir->strs[0] = calloc(1, 1);
   ir->nstrs = 1;
   ir->nfuncs = 1;
-  for (int k = CUTE_T_VOID; k <= CUTE_T_F64; k++) ir->types[k].kind = (uint8_t)k;
+  for (int k = CUTE_T_VOID; k <= CUTE_T_F64; k++) ir->types[k].kind = k;
   ir->ntypes = CUTE_T_F64 + 1;
   return ir;
 }
@@ -235,7 +235,8 @@ int ir_tsize(const cute_ir *ir, int32_t t) {
   if (!ir_type_valid(ir, t)) return 0;
   const ir_type *ty = &ir->types[t];
   if (ty->kind == CUTE_T_PTR) return 8;
-  if (ty->kind == CUTE_T_VEC) return ty->n * ir_tsize(ir, ty->elem);
+  if (ty->kind == CUTE_T_VEC || ty->kind == CUTE_T_ARR) return ty->n * ir_tsize(ir, ty->elem);
+  if (ty->kind == CUTE_T_BYTES) return ty->n;
   if (ty->kind == CUTE_T_I1) return 1;
   return ir_bits(t) / 8;
 }
@@ -251,7 +252,7 @@ int32_t ir_type_get(cute_ir *ir, int kind, int n, int32_t elem) {
     ir->types = p;
     ir->captypes = nc;
   }
-  ir->types[ir->ntypes] = (ir_type){(uint8_t)kind, (uint8_t)n, elem};
+  ir->types[ir->ntypes] = (ir_type){kind, n, elem};
   return ir->ntypes++;
 }
 
@@ -276,6 +277,11 @@ int32_t cute_ir_t_ptr(cute_ir *ir, int32_t elem, int space) {
     ir_fail(ir, CUTE_E_ARG, "pointer type: bad element type %d", elem);
     return 0;
   }
+  if (ir->types[elem].kind == CUTE_T_ARR || ir->types[elem].kind == CUTE_T_BYTES) {
+    ir_fail(ir, CUTE_E_ARG, "pointer type: %s is a register value or parameter type, not a memory element type "
+            "(point to its element type)", ir_type_str(ir, elem));
+    return 0;
+  }
   int depth = 0;
   for (int32_t e = elem; ir->types[e].kind == CUTE_T_PTR; e = ir->types[e].elem) depth++;
   if (depth >= 4) {
@@ -289,12 +295,38 @@ int32_t cute_ir_t_ptr(cute_ir *ir, int32_t elem, int space) {
   return ir_type_get(ir, CUTE_T_PTR, space, elem);
 }
 
+int32_t cute_ir_t_array(cute_ir *ir, int32_t elem, int n) {
+  if (!ir || ir->err_code) return 0;
+  int c = ir_scalar_class(elem), vec = ir_type_valid(ir, elem) && ir->types[elem].kind == CUTE_T_VEC;
+  if (!(c >= 1 && c <= 3) && !vec) {
+    ir_fail(ir, CUTE_E_ARG, "array type: element type %s must be a scalar number or a vector",
+            ir_type_valid(ir, elem) ? ir_type_str(ir, elem) : "?");
+    return 0;
+  }
+  if (n < 1 || n > CUTE_ARR_MAX) {
+    ir_fail(ir, CUTE_E_ARG, "array type: length %d of %s[] out of range 1..%d", n, ir_type_str(ir, elem), CUTE_ARR_MAX);
+    return 0;
+  }
+  return ir_type_get(ir, CUTE_T_ARR, n, elem);
+}
+
+int32_t cute_ir_t_bytes(cute_ir *ir, int size, int align) {
+  if (!ir || ir->err_code) return 0;
+  if (size < 1 || size > CUTE_BYTES_MAX || align < 1 || align > 256 || (align & (align - 1))) {
+    ir_fail(ir, CUTE_E_ARG, "bytes type: bytes<%d,%d>: size must be 1..%d and align a power of two 1..256",
+            size, align, CUTE_BYTES_MAX);
+    return 0;
+  }
+  return ir_type_get(ir, CUTE_T_BYTES, size, align);
+}
+
 int cute_ir_type_kind(cute_ir *ir, int32_t t) {
   return ir && ir_type_valid(ir, t) ? ir->types[t].kind : 0;
 }
 int32_t cute_ir_type_elem(cute_ir *ir, int32_t t, int *n) {
   if (!ir || !ir_type_valid(ir, t) || ir->types[t].kind < CUTE_T_VEC) { if (n) *n = 0; return 0; }
   if (n) *n = ir->types[t].n;
+  if (ir->types[t].kind == CUTE_T_BYTES) return 0;
   return ir->types[t].elem;
 }
 int cute_ir_type_size(cute_ir *ir, int32_t t) { return ir ? ir_tsize(ir, t) : 0; }
@@ -303,6 +335,12 @@ int ir_type_fmt(const cute_ir *ir, int32_t t, char *buf, size_t cap) {
   if (!ir_type_valid(ir, t)) return snprintf(buf, cap, "?");
   const ir_type *ty = &ir->types[t];
   if (ty->kind == CUTE_T_VEC) return snprintf(buf, cap, "%sx%d", ir_scalars[ty->elem].name, ty->n);
+  if (ty->kind == CUTE_T_BYTES) return snprintf(buf, cap, "bytes<%d,%d>", ty->n, ty->elem);
+  if (ty->kind == CUTE_T_ARR) {
+    int n = ir_type_fmt(ir, ty->elem, buf, cap);
+    if (n < 0 || (size_t)n >= cap) return n;
+    return n + snprintf(buf + n, cap - (size_t)n, "[%d]", ty->n);
+  }
   if (ty->kind == CUTE_T_PTR) {
     int n = snprintf(buf, cap, "ptr.%s.", ir_space_names[ty->n]);
     if (n < 0 || (size_t)n >= cap) return n;
@@ -319,8 +357,35 @@ const char *ir_type_str(cute_ir *ir, int32_t t) {
 const char *cute_ir_type_name(cute_ir *ir, int32_t t) { return ir ? ir_type_str(ir, t) : "?"; }
 
 static int32_t type_from_text(cute_ir *ir, const char *s, const char **end, int depth);
+static int read_num(const char **p, int *v) {
+  int n = 0, k = 0;
+  while (**p >= '0' && **p <= '9' && n < 100000) n = n * 10 + (*(*p)++ - '0'), k++;
+  *v = n;
+  return k > 0;
+}
+/* "bytes<N,A>" or an element type followed by "[N]" (fragment) */
 int32_t ir_type_from_text(cute_ir *ir, const char *s, const char **end) {
-  return type_from_text(ir, s, end, 0);
+  *end = s;
+  if (!strncmp(s, "bytes<", 6)) {
+    const char *p = s + 6;
+    int size, align;
+    if (!read_num(&p, &size) || *p++ != ',' || !read_num(&p, &align) || *p++ != '>') return 0;
+    if (size < 1 || size > CUTE_BYTES_MAX || align < 1 || align > 256 || (align & (align - 1))) return 0;
+    int32_t t = ir_type_get(ir, CUTE_T_BYTES, size, align);
+    if (t) *end = p;
+    return t;
+  }
+  const char *e;
+  int32_t t = type_from_text(ir, s, &e, 0);
+  if (!t || *e != '[') { if (t) *end = e; return t; }
+  if (ir->types[t].kind == CUTE_T_PTR || !(ir_scalar_class(ir_scalar_of(ir, t)) >= 1 && ir_scalar_class(ir_scalar_of(ir, t)) <= 3))
+    return 0;
+  const char *p = e + 1;
+  int n;
+  if (!read_num(&p, &n) || *p != ']' || n < 1 || n > CUTE_ARR_MAX) return 0;
+  int32_t a = ir_type_get(ir, CUTE_T_ARR, n, t);
+  if (a) *end = p + 1;
+  return a;
 }
 static int32_t type_from_text(cute_ir *ir, const char *s, const char **end, int depth) {
   *end = s;
@@ -535,8 +600,9 @@ int32_t cute_ir_func(cute_ir *ir, const char *name, int kind, int32_t ret) {
     return 0;
   }
   if (ret == 0) ret = CUTE_T_VOID;
-  if (!ir_type_valid(ir, ret) || (kind == CUTE_FN_KERNEL && ret != CUTE_T_VOID)) {
-    ir_fail(ir, CUTE_E_ARG, "func %s: bad return type (kernels return void)", name);
+  if (!ir_type_valid(ir, ret) || (kind == CUTE_FN_KERNEL && ret != CUTE_T_VOID) ||
+      ir->types[ret].kind == CUTE_T_ARR || ir->types[ret].kind == CUTE_T_BYTES) {
+    ir_fail(ir, CUTE_E_ARG, "func %s: bad return type (kernels return void; functions return scalars, vectors or pointers)", name);
     return 0;
   }
   for (int32_t i = 1; i < ir->nfuncs; i++)
@@ -587,10 +653,21 @@ int32_t cute_ir_param(cute_ir *ir, int32_t type, const char *name, int flags, in
     ir_fail(ir, CUTE_E_ARG, "param %d of %s: bad type", f->nparams, ir_strget(ir, f->name));
     return 0;
   }
-  if ((flags & ~3) || align < 0 || (align & (align - 1)) || align > 4096 ||
-      ((flags || align) && ir->types[type].kind != CUTE_T_PTR)) {
-    ir_fail(ir, CUTE_E_ARG, "param %d of %s: noalias/readonly/align need a pointer and align a power of two",
-            f->nparams, ir_strget(ir, f->name));
+  int kind = ir->types[type].kind;
+  if (kind == CUTE_T_ARR) {
+    ir_fail(ir, CUTE_E_ARG, "param %d (%s) of %s: a fragment type %s cannot be a parameter", f->nparams,
+            name ? name : "", ir_strget(ir, f->name), ir_type_str(ir, type));
+    return 0;
+  }
+  if (kind == CUTE_T_BYTES && f->kind != CUTE_FN_KERNEL) {
+    ir_fail(ir, CUTE_E_ARG, "param %d (%s) of %s: bytes parameters are for kernels only", f->nparams,
+            name ? name : "", ir_strget(ir, f->name));
+    return 0;
+  }
+  if ((flags & ~7) || align < 0 || (align & (align - 1)) || align > 4096 ||
+      (((flags & 3) || align) && kind != CUTE_T_PTR) || ((flags & CUTE_P_GRID_CONSTANT) && kind != CUTE_T_BYTES)) {
+    ir_fail(ir, CUTE_E_ARG, "param %d (%s) of %s: noalias/readonly/align need a pointer, align a power of two, "
+            "grid_constant a bytes type", f->nparams, name ? name : "", ir_strget(ir, f->name));
     return 0;
   }
   int32_t nm = name && *name ? ir_str(ir, name, strlen(name)) : 0;

@@ -33,7 +33,7 @@ enum {
 
 typedef struct ir_opinfo {
   const char *name;
-  int8_t min_args, max_args;
+  int16_t min_args, max_args;
   uint8_t k1, k2, flags;
 } ir_opinfo;
 extern const ir_opinfo ir_ops[IR_NOPS] IR_HIDDEN;
@@ -47,9 +47,9 @@ typedef struct ir_immkind {
 extern const ir_immkind ir_immk[IK_COUNT_] IR_HIDDEN;
 
 typedef struct ir_type {
-  uint8_t kind;  /* CUTE_T_* */
-  uint8_t n;     /* vector lanes / pointer address space */
-  int32_t elem;  /* element type (vector, pointer) */
+  int32_t kind;  /* CUTE_T_* */
+  int32_t n;     /* vector lanes / pointer address space / array length / bytes size */
+  int32_t elem;  /* element type (vector, pointer, array); bytes: alignment */
 } ir_type;
 
 typedef struct ir_inst {

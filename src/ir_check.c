@@ -63,7 +63,8 @@ int32_t ir_infer_type(cute_ir *ir, ir_func *f, int op, int nargs, const int32_t 
   case IR_EQ: case IR_NE: case IR_LT: case IR_LE: case IR_GT: case IR_GE: case IR_ISNAN:
     return CUTE_T_I1;
   case IR_LOAD: case IR_ATOM: case IR_CAS: { int32_t e = ptr_elem(ir, t0, NULL); return e ? e : t0; }
-  case IR_EXTRACT: return is_kind(ir, t0, CUTE_T_VEC) ? ir->types[t0].elem : t0;
+  case IR_EXTRACT: return is_kind(ir, t0, CUTE_T_VEC) || is_kind(ir, t0, CUTE_T_ARR) ? ir->types[t0].elem : t0;
+  case IR_PARAMADDR: return ir_type_get(ir, CUTE_T_PTR, CUTE_AS_GENERIC, CUTE_T_U8);
   case IR_VEC:
     if (nargs >= 2 && is_scalar_num(t0) && (nargs == 2 || nargs == 4 || nargs == 8))
       return cute_ir_t_vec(ir, t0, nargs);
@@ -157,16 +158,20 @@ static int asm_fits(const cute_ir *ir, char k, int32_t t) {
   }
 }
 
-/* asm: constraints "=r,=r,r,l,n,~{memory}" (outputs first, one letter each:
-   h r l f d b n), outputs matching the result, inputs matching the operands,
-   and $N / ${N} / ${N:mod} / $$ in the template referring to existing operands. */
+/* asm: constraints "=r,=r,r,l,n,0,~{memory}" (outputs first, one letter each:
+   h r l f d b n; an input may be a digit N: tied to output N, same register),
+   outputs matching the result (one per element of a fragment or lane of a
+   multi-output vector), inputs matching the operands (a fragment operand stands
+   for one input per element), at most CUTE_ASM_MAX_OPERANDS in all, and
+   $N / ${N} / ${N:mod} / $$ in the template referring to existing operands. */
 static int check_asm(chk *c) {
   cute_ir *ir = c->ir;
   ir_inst *in = c->in;
   const char *tmpl = ir_strget(ir, (int32_t)in->imm), *cons = ir_strget(ir, (int32_t)in->imm2);
   int32_t t = in->type;
   if (!*tmpl) return bad(c, "empty PTX text");
-  char letters[64];
+  char letters[CUTE_ASM_MAX_OPERANDS];
+  int16_t tie[CUTE_ASM_MAX_OPERANDS];
   int nout = 0, nin = 0, n = 0;
   const char *p = cons;
   while (*p) {
@@ -176,33 +181,50 @@ static int check_asm(chk *c) {
       /* clobber */
     } else {
       int out = len == 2 && p[0] == '=';
+      int digits = len > 0 && len <= 3 && strspn(p, "0123456789") >= len;
       char k = out ? p[1] : p[0];
-      if ((len != 1 && !out) || !strchr("hrlfdbn", k) || (out && k == 'n'))
-        return bad(c, "bad constraint '%.*s' in \"%s\" (use =h =r =l =f =d =b outputs, h r l f d b n inputs, ~{memory})",
+      if (!digits && ((len != 1 && !out) || !strchr("hrlfdbn", k) || (out && k == 'n')))
+        return bad(c, "bad constraint '%.*s' in \"%.200s\" (use =h =r =l =f =d =b outputs, h r l f d b n or a tied output number inputs, ~{memory})",
                    (int)len, p, cons);
-      if (out && nin) return bad(c, "outputs must come before inputs in \"%s\"", cons);
-      if (n >= 60) return bad(c, "too many operands");
+      if (out && nin) return bad(c, "outputs must come before inputs in \"%.200s\"", cons);
+      if (n >= CUTE_ASM_MAX_OPERANDS) return bad(c, "too many operands: more than %d in \"%.80s...\"", CUTE_ASM_MAX_OPERANDS, cons);
+      tie[n] = -1;
+      if (digits) {
+        int k2 = atoi(p);
+        if (k2 >= nout) return bad(c, "tied input '%.*s' does not name an output (there are %d)", (int)len, p, nout);
+        tie[n] = (int16_t)k2;
+        k = 'T';
+      }
       letters[n++] = k;
       if (out) nout++;
       else nin++;
     }
     if (!e) break;
     p = e + 1;
-    if (!*p) return bad(c, "empty constraint in \"%s\"", cons);
+    if (!*p) return bad(c, "empty constraint in \"%.200s\"", cons);
   }
-  if (nin != in->nargs) return bad(c, "\"%s\" has %d inputs for %d operands", cons, nin, in->nargs);
-  int vec = t != CUTE_T_VOID && is_kind(ir, t, CUTE_T_VEC) && nout > 1;
-  if (t == CUTE_T_VOID ? nout != 0 : vec ? nout != ir->types[t].n : nout != 1)
-    return bad(c, "\"%s\" has %d outputs for a %s result", cons, nout, TS(t));
-  for (int i = 0; i < nout; i++) {
-    int32_t ot = vec ? ir->types[t].elem : t;
+  int arr = is_kind(ir, t, CUTE_T_ARR), vec = is_kind(ir, t, CUTE_T_VEC) && nout > 1;
+  int want = t == CUTE_T_VOID ? 0 : arr || vec ? ir->types[t].n : 1;
+  int32_t ot = arr || vec ? ir->types[t].elem : t;
+  if (nout != want) return bad(c, "\"%.200s\" has %d outputs for a %s result (%d)", cons, nout, TS(t), want);
+  for (int i = 0; i < nout; i++)
     if (!asm_fits(ir, letters[i], ot)) return bad(c, "output %d: '%c' does not hold %s", i, letters[i], TS(ot));
-  }
-  for (int i = 0; i < nin; i++) {
+  int j = nout;
+  for (int i = 0; i < in->nargs; i++) {
     int32_t at = T(i);
-    if (!asm_fits(ir, letters[nout + i], at)) return bad(c, "operand %d: '%c' does not hold %s", i + 1, letters[nout + i], TS(at));
-    if (letters[nout + i] == 'n' && c->a[i] >= 0) return bad(c, "operand %d: 'n' needs a constant", i + 1);
+    int w = is_kind(ir, at, CUTE_T_ARR) ? ir->types[at].n : 1;
+    int32_t et = w > 1 || is_kind(ir, at, CUTE_T_ARR) ? ir->types[at].elem : at;
+    if (j + w > n) return bad(c, "\"%.200s\" has %d inputs, too few for the operands", cons, nin);
+    for (int e = 0; e < w; e++, j++) {
+      if (letters[j] == 'T') {
+        if (et != ot) return bad(c, "operand %d: %s is tied to output %d of type %s", i + 1, TS(et), tie[j], TS(ot));
+      } else if (!asm_fits(ir, letters[j], et)) {
+        return bad(c, "operand %d%s: '%c' does not hold %s", i + 1, w > 1 ? " (an element)" : "", letters[j], TS(et));
+      }
+      if (letters[j] == 'n' && c->a[i] >= 0) return bad(c, "operand %d: 'n' needs a constant", i + 1);
+    }
   }
+  if (j != n) return bad(c, "\"%.200s\" has %d inputs for %d operand values", cons, nin, j - nout);
   for (const char *q = tmpl; *q; q++) {
     if (*q != '$') continue;
     q++;
@@ -211,7 +233,7 @@ static int check_asm(chk *c) {
     if (braces) q++;
     if (*q < '0' || *q > '9') return bad(c, "bad $ in the PTX text (write $$ for a literal $)");
     long k = 0;
-    while (*q >= '0' && *q <= '9' && k < 1000) k = k * 10 + (*q++ - '0');
+    while (*q >= '0' && *q <= '9' && k < 100000) k = k * 10 + (*q++ - '0');
     if (braces) {
       if (*q == ':') { q++; while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z')) q++; }
       if (*q != '}') return bad(c, "bad ${...} in the PTX text");
@@ -260,6 +282,8 @@ int ir_check_inst(cute_ir *ir, ir_func *f, int32_t ref, ir_scope *sc, char *msg,
       return bad(c, "the result %%%d of an if is used before the if ends", v);
     if (d->op == IR_VAR && !((in->op == IR_VGET || in->op == IR_VSET) && i == 0))
       return bad(c, "variable %%%d used as a value (use vget)", v);
+    if (is_kind(ir, d->type, CUTE_T_BYTES) && in->op != IR_PARAMADDR)
+      return bad(c, "operand %d (%%%d, %s) is a by-value parameter: take its address with param.addr", i + 1, v, TS(d->type));
   }
   int sp = 0;
   switch (in->op) {
@@ -274,7 +298,8 @@ int ir_check_inst(cute_ir *ir, ir_func *f, int32_t ref, ir_scope *sc, char *msg,
     return 0;
   case IR_IF:
     if (T(0) != CUTE_T_I1) return bad(c, "condition must be i1");
-    if (t != CUTE_T_VOID && is_kind(ir, t, CUTE_T_PTR) == 0 && ir_tsize(ir, t) == 0) return bad(c, "bad result type");
+    if (t != CUTE_T_VOID && ((is_kind(ir, t, CUTE_T_PTR) == 0 && ir_tsize(ir, t) == 0) || is_kind(ir, t, CUTE_T_BYTES)))
+      return bad(c, "bad result type");
     return 0;
   case IR_DO:
     if (T(0) != CUTE_T_I1) return bad(c, "condition must be i1");
@@ -311,6 +336,7 @@ int ir_check_inst(cute_ir *ir, ir_func *f, int32_t ref, ir_scope *sc, char *msg,
   }
   case IR_VAR:
     if (t == CUTE_T_VOID) return bad(c, "variable needs a type");
+    if (is_kind(ir, t, CUTE_T_BYTES)) return bad(c, "%s is a parameter type, not a variable type", TS(t));
     if (n && T(0) != t) return bad(c, "initial value is not %s", TS(t));
     return 0;
   case IR_VGET: case IR_VSET:
@@ -380,6 +406,7 @@ int ir_check_inst(cute_ir *ir, ir_func *f, int32_t ref, ir_scope *sc, char *msg,
     int32_t s = T(0);
     int ps = is_kind(ir, s, CUTE_T_PTR), pt = is_kind(ir, t, CUTE_T_PTR);
     if (ps && pt) return bad(c, "use ptrcast between pointers");
+    if (is_kind(ir, s, CUTE_T_ARR) || is_kind(ir, t, CUTE_T_ARR)) return bad(c, "cannot bitcast a fragment (%s -> %s)", TS(s), TS(t));
     if ((ps && t != CUTE_T_I64 && t != CUTE_T_U64) || (pt && s != CUTE_T_I64 && s != CUTE_T_U64))
       return bad(c, "pointers bitcast to and from i64/u64 only");
     if (s == CUTE_T_I1 || t == CUTE_T_I1 || t == CUTE_T_VOID || ir_tsize(ir, s) != ir_tsize(ir, t))
@@ -414,21 +441,33 @@ int ir_check_inst(cute_ir *ir, ir_func *f, int32_t ref, ir_scope *sc, char *msg,
     if (t != CUTE_T_U32) return bad(c, "result must be u32");
     return 0;
   case IR_EXTRACT:
-    if (!is_kind(ir, T(0), CUTE_T_VEC)) return bad(c, "needs a vector");
-    if (in->imm < 0 || in->imm >= ir->types[T(0)].n) return bad(c, "lane %lld out of range", (long long)in->imm);
+    if (!is_kind(ir, T(0), CUTE_T_VEC) && !is_kind(ir, T(0), CUTE_T_ARR)) return bad(c, "needs a vector or a fragment");
+    if (in->imm < 0 || in->imm >= ir->types[T(0)].n)
+      return bad(c, "index %lld out of range 0..%d of %s", (long long)in->imm, ir->types[T(0)].n - 1, TS(T(0)));
     if (t != ir->types[T(0)].elem) return bad(c, "result type must be %s", TS(ir->types[T(0)].elem));
     return 0;
   case IR_INSERT:
-    if (!is_kind(ir, T(0), CUTE_T_VEC)) return bad(c, "needs a vector");
-    if (in->imm < 0 || in->imm >= ir->types[T(0)].n) return bad(c, "lane %lld out of range", (long long)in->imm);
+    if (!is_kind(ir, T(0), CUTE_T_VEC) && !is_kind(ir, T(0), CUTE_T_ARR)) return bad(c, "needs a vector or a fragment");
+    if (in->imm < 0 || in->imm >= ir->types[T(0)].n)
+      return bad(c, "index %lld out of range 0..%d of %s", (long long)in->imm, ir->types[T(0)].n - 1, TS(T(0)));
     if (T(1) != ir->types[T(0)].elem) return bad(c, "value must be %s", TS(ir->types[T(0)].elem));
     break;
   case IR_VEC:
-    if (!is_kind(ir, t, CUTE_T_VEC)) return bad(c, "result must be a vector type");
-    if (n != 1 && n != ir->types[t].n) return bad(c, "%s needs %d lanes (or 1 to splat)", TS(t), ir->types[t].n);
+    if (!is_kind(ir, t, CUTE_T_VEC) && !is_kind(ir, t, CUTE_T_ARR)) return bad(c, "result must be a vector or fragment type");
+    if (n != 1 && n != ir->types[t].n) return bad(c, "%s needs %d elements (or 1 to splat)", TS(t), ir->types[t].n);
     for (int i = 0; i < n; i++)
-      if (T(i) != ir->types[t].elem) return bad(c, "lanes must be %s", TS(ir->types[t].elem));
+      if (T(i) != ir->types[t].elem) return bad(c, "wrong element type: element %d is %s, %s holds %s", i + 1, TS(T(i)), TS(t), TS(ir->types[t].elem));
     return 0;
+  case IR_PARAMADDR: {
+    int32_t v = a[0];
+    if (v <= 0 || f->inst[v].op != IR_PARAM || !is_kind(ir, T(0), CUTE_T_BYTES))
+      return bad(c, "operand must be a bytes parameter");
+    if (!(f->inst[v].imm2 & CUTE_P_GRID_CONSTANT))
+      return bad(c, "parameter %%%d is not grid_constant (its address would be a per-thread copy)", v);
+    int sp2 = 0;
+    if (!ptr_elem(ir, t, &sp2) || sp2 != CUTE_AS_GENERIC) return bad(c, "result must be a generic pointer, not %s", TS(t));
+    return 0;
+  }
   case IR_LOAD: case IR_STORE: {
     int32_t e = ptr_elem(ir, T(0), &sp);
     if (!e) return bad(c, "first operand must be a pointer");
@@ -472,7 +511,7 @@ int ir_check_inst(cute_ir *ir, ir_func *f, int32_t ref, ir_scope *sc, char *msg,
   case IR_SHFL: {
     int32_t v = T(0);
     int sz = ir_tsize(ir, v);
-    if ((sz != 4 && sz != 8) || is_kind(ir, v, CUTE_T_PTR)) return bad(c, "value must be 32 or 64 bits");
+    if ((sz != 4 && sz != 8) || is_kind(ir, v, CUTE_T_PTR) || is_kind(ir, v, CUTE_T_ARR)) return bad(c, "value must be 32 or 64 bits");
     if (T(1) != CUTE_T_U32 && T(1) != CUTE_T_I32) return bad(c, "lane must be i32/u32");
     if (T(2) != CUTE_T_U32 && T(2) != CUTE_T_I32) return bad(c, "mask must be i32/u32");
     if (in->imm < 0 || in->imm > 3) return bad(c, "bad mode %lld", (long long)in->imm);

@@ -88,7 +88,7 @@
   /* vectors */ \
   _(EXTRACT,   "extract",   1, 1,  IK_LANE,   IK_NONE,  OF_RES) \
   _(INSERT,    "insert",    2, 2,  IK_LANE,   IK_NONE,  OF_RES) \
-  _(VEC,       "vec",       1, 8,  IK_NONE,   IK_NONE,  OF_RES) \
+  _(VEC,       "vec",       1, 256,  IK_NONE,   IK_NONE,  OF_RES) \
   /* memory */ \
   _(LOAD,      "load",      1, 1,  IK_HINT,   IK_ALIGN, OF_RES) \
   _(STORE,     "store",     2, 2,  IK_HINT,   IK_ALIGN, OF_SIDE) \
@@ -107,7 +107,7 @@
   _(PRINTF,    "printf",    0, 15, IK_STR,    IK_NONE,  OF_SIDE) \
   _(TRAP,      "trap",      0, 0,  IK_NONE,   IK_NONE,  OF_SIDE) \
   _(ASSERT,    "assert",    1, 1,  IK_STR,    IK_NONE,  OF_SIDE) \
-  _(ASM,       "asm",       0, 16, IK_STR,    IK_CONS,  OF_SIDE) \
+  _(ASM,       "asm",       0, 512,IK_STR,    IK_CONS,  OF_SIDE) \
   /* reserved for tensor-core / async-copy work (LLVM 19 intrinsics exist; \
      wgmma and TMA will be inline PTX) */ \
   _(MMA,       "mma",       0, 16, IK_INT,    IK_NONE,  OF_RESV) \
@@ -117,7 +117,9 @@
   _(CPWAIT,    "cp.async.wait", 0, 16, IK_INT, IK_NONE,  OF_RESV) \
   _(MBARINIT,  "mbarrier.init", 0, 16, IK_INT, IK_NONE,  OF_RESV) \
   _(MBARARRIVE,"mbarrier.arrive", 0, 16, IK_INT, IK_NONE, OF_RESV) \
-  _(MBARWAIT,  "mbarrier.wait", 0, 16, IK_INT, IK_NONE,  OF_RESV)
+  _(MBARWAIT,  "mbarrier.wait", 0, 16, IK_INT, IK_NONE,  OF_RESV) \
+  /* by-value parameters: the generic address of a grid_constant bytes parameter */ \
+  _(PARAMADDR, "param.addr", 1, 1, IK_NONE,  IK_NONE,  OF_RES)
 
 enum { OF_RES = 1, OF_REGION = 2, OF_TERM = 4, OF_SIDE = 8, OF_RESV = 16 };
 

@@ -506,3 +506,163 @@ LLVMValueRef cg_sreg(cg *g, const ir_inst *in) {
   return cg_intr(g, in, nm, NULL, 0, NULL, 0);
 }
 
+
+/* ---- kernel ABI: by-value parameters ------------------------------------------------ */
+/* LLVM type of a parameter: a bytes<N,A> parameter is a byval pointer. */
+LLVMTypeRef cg_param_type(cg *g, int32_t t) {
+  return g->ir->types[t].kind == CUTE_T_BYTES ? g->tptr : cg_type(g, t);
+}
+
+/* byval([N x i8]) align A on every bytes parameter of kernel fi (PTX:
+   .param .align A .b8 name[N]); the grid_constant ones are listed in one
+   !nvvm.annotations "grid_constant" entry (1-based), so that their address is
+   the parameter itself (cvta.param) rather than a local copy. */
+void cg_kernel_params(cg *g, LLVMValueRef fn, int32_t fi) {
+  ir_func *f = &g->ir->funcs[fi];
+  LLVMMetadataRef idx[64];
+  int nidx = 0;
+  for (int i = 0; i < f->nparams && i < 64; i++) {
+    ir_inst *p = &f->inst[i + 1];
+    ir_type *ty = &g->ir->types[p->type];
+    if (ty->kind != CUTE_T_BYTES) continue;
+    unsigned kb = LLVMGetEnumAttributeKindForName("byval", 5), ka = LLVMGetEnumAttributeKindForName("align", 5);
+    LLVMAddAttributeAtIndex(fn, (unsigned)i + 1, LLVMCreateTypeAttribute(g->C, kb, cg_type(g, p->type)));
+    LLVMAddAttributeAtIndex(fn, (unsigned)i + 1, LLVMCreateEnumAttribute(g->C, ka, (uint64_t)ty->elem));
+    if (p->imm2 & CUTE_P_GRID_CONSTANT) idx[nidx++] = LLVMValueAsMetadata(LLVMConstInt(g->ti32, (unsigned)i + 1, 0));
+  }
+  if (!nidx) return;
+  LLVMMetadataRef ops[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(g->C, "grid_constant", 13),
+                            LLVMMDNodeInContext2(g->C, idx, (size_t)nidx)};
+  LLVMAddNamedMetadataOperand(g->M, "nvvm.annotations", LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, ops, 3)));
+}
+
+/* ---- inline PTX with fragments ---------------------------------------------------------- */
+/* An asm operand in a register: vectors travel as integers of their size. */
+static LLVMValueRef asm_in(cg *g, int32_t t, LLVMValueRef v) {
+  if (g->ir->types[t].kind != CUTE_T_VEC) return v;
+  return LLVMBuildBitCast(g->B, v, LLVMIntTypeInContext(g->C, (unsigned)ir_tsize(g->ir, t) * 8), "");
+}
+static LLVMTypeRef asm_ty(cg *g, int32_t t) {
+  return g->ir->types[t].kind == CUTE_T_VEC ? LLVMIntTypeInContext(g->C, (unsigned)ir_tsize(g->ir, t) * 8) : cg_type(g, t);
+}
+
+/* asm: fragment operands are passed element by element (extractvalue), a
+   fragment or multi-output vector result comes back as a struct of its
+   elements; none of it touches memory. */
+LLVMValueRef cg_asm(cg *g, const ir_inst *in, const int32_t *a) {
+  cute_ir *ir = g->ir;
+  const char *cons = ir_strget(ir, (int32_t)in->imm2);
+  int nout = 0;
+  for (const char *p = cons; *p; p++)
+    if (*p == '=' && (p == cons || p[-1] == ',')) nout++;
+  int32_t t = in->type;
+  int kind = ir->types[t].kind;
+  int multi = (kind == CUTE_T_ARR || kind == CUTE_T_VEC) && nout > 1 ? ir->types[t].n : 0;
+  if (kind == CUTE_T_ARR && nout != ir->types[t].n) multi = -1;
+  if (multi < 0 || (!multi && nout != (t != CUTE_T_VOID))) {
+    cg_fail(g, in, "asm: %d outputs for a %s result", nout, ir_type_str(ir, t));
+    return NULL;
+  }
+  int nargs = 0;
+  for (int i = 0; i < in->nargs; i++) {
+    int32_t at = ir_vtype(g->f, a[i]);
+    nargs += ir->types[at].kind == CUTE_T_ARR ? ir->types[at].n : 1;
+  }
+  LLVMValueRef *args = malloc(sizeof *args * (size_t)(nargs + 1));
+  LLVMTypeRef *ft = malloc(sizeof *ft * (size_t)(multi + 1));
+  if (!args || !ft) { free(args); free(ft); cg_fail(g, in, "out of memory"); return NULL; }
+  int k = 0;
+  for (int i = 0; i < in->nargs; i++) {
+    int32_t at = ir_vtype(g->f, a[i]);
+    LLVMValueRef v = cg_val(g, a[i]);
+    if (ir->types[at].kind == CUTE_T_ARR)
+      for (int e = 0; e < ir->types[at].n; e++)
+        args[k++] = asm_in(g, ir->types[at].elem, LLVMBuildExtractValue(g->B, v, (unsigned)e, ""));
+    else
+      args[k++] = asm_in(g, at, v);
+  }
+  int32_t et = multi ? ir->types[t].elem : t;
+  LLVMTypeRef rt = multi || t == CUTE_T_VOID ? g->tvoid : asm_ty(g, t);
+  if (multi) {
+    for (int i = 0; i < multi; i++) ft[i] = asm_ty(g, et);
+    rt = LLVMStructTypeInContext(g->C, ft, (unsigned)multi, 0);
+  }
+  LLVMValueRef call = cg_iasm(g, rt, ir_strget(ir, (int32_t)in->imm), cons, args, nargs, 1);
+  LLVMValueRef res = NULL;
+  LLVMTypeRef T = cg_type(g, t);
+  if (multi) {
+    res = LLVMGetPoison(T);
+    for (int i = 0; i < multi; i++) {
+      LLVMValueRef e = LLVMBuildExtractValue(g->B, call, (unsigned)i, "");
+      if (ir->types[et].kind == CUTE_T_VEC) e = LLVMBuildBitCast(g->B, e, cg_type(g, et), "");
+      res = kind == CUTE_T_ARR ? LLVMBuildInsertValue(g->B, res, e, (unsigned)i, "")
+                               : LLVMBuildInsertElement(g->B, res, e, LLVMConstInt(g->ti32, (unsigned)i, 0), "");
+    }
+  } else if (t != CUTE_T_VOID) {
+    res = kind == CUTE_T_VEC ? LLVMBuildBitCast(g->B, call, T, "") : call;
+  }
+  free(args);
+  free(ft);
+  return res;
+}
+
+/* ---- PTX parameter names ---------------------------------------------------------------- */
+static int ptx_idc(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$';
+}
+static int valid_ident(const char *s) {
+  if (!*s || (*s >= '0' && *s <= '9') || strlen(s) > 64) return 0;
+  for (; *s; s++)
+    if (!ptx_idc(*s) || *s == '$') return 0;
+  return 1;
+}
+
+/* The PTX with every kernel parameter named after its IR name: LLVM's
+   "<kernel>_param_<i>" becomes "<kernel>_param_<name>" where the name is an
+   identifier, unique among the kernel's parameters.  malloc'ed; NULL if out
+   of memory. */
+char *cg_ptx_param_names(cute_ir *ir, const char *ptx) {
+  ir_buf b = {0};
+  const char *p = ptx;
+  while (*p) {
+    const char *u = strstr(p, "_param_");
+    if (!u) { ir_buf_puts(&b, p); break; }
+    const char *st = u;
+    while (st > p && ptx_idc(st[-1])) st--;
+    const char *num = u + 7, *q = num;
+    long idx = 0;
+    while (*q >= '0' && *q <= '9' && idx < 100000) idx = idx * 10 + (*q++ - '0');
+    const char *nm = NULL;
+    if (q > num && !ptx_idc(*q) && (st == ptx || !ptx_idc(st[-1]))) {
+      for (int32_t fi = 1; fi < ir->nfuncs && !nm; fi++) {
+        ir_func *f = &ir->funcs[fi];
+        const char *fn = ir_strget(ir, f->name);
+        if (f->kind != CUTE_FN_KERNEL || strlen(fn) != (size_t)(u - st) || strncmp(fn, st, (size_t)(u - st)) ||
+            idx >= f->nparams)
+          continue;
+        const char *cand = ir_strget(ir, (int32_t)f->inst[idx + 1].imm);
+        int uniq = valid_ident(cand);
+        for (int j = 1; j <= f->nparams && uniq; j++)
+          if (j != idx + 1 && f->inst[j].imm == f->inst[idx + 1].imm) uniq = 0;
+        if (uniq) nm = cand;
+      }
+    }
+    if (nm) {
+      ir_buf_put(&b, p, (size_t)(num - p));
+      ir_buf_puts(&b, nm);
+    } else {
+      ir_buf_put(&b, p, (size_t)(q - p));
+    }
+    p = q;
+  }
+  if (b.oom) { free(b.p); return NULL; }
+  if (!b.p) { b.p = malloc(1); if (b.p) b.p[0] = 0; }
+  return b.p;
+}
+
+int cg_min_ptx(cute_ir *ir) {
+  for (int32_t fi = 1; fi < ir->nfuncs; fi++)
+    for (int i = 1; i <= ir->funcs[fi].nparams; i++)
+      if (ir->funcs[fi].inst[i].imm2 & CUTE_P_GRID_CONSTANT) return 77;
+  return 0;
+}
