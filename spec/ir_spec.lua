@@ -148,7 +148,63 @@ function K.ifelse()
   return m
 end
 
-local NAMES = { "vadd", "reduce", "loops", "ifelse" }
+-- Fragments and by-value parameters (docs/IR.md, "Fragments and wide values"):
+-- a 128 x f32 accumulator carried through a for loop by a var, sliced by
+-- constant index, passed whole through one asm with 258 operands (128 outputs,
+-- 128 tied inputs, two 64-bit inputs); an array of vectors built from scalars;
+-- a 128-byte, 64-aligned grid_constant parameter whose generic address is read.
+-- out[tid*129 + j] = fragment element j, out[tid*129 + 128] = a word of the blob.
+function K.fragment(nfrag)
+  nfrag = nfrag or 128
+  local m = IR.new()
+  m:func("frag", "kernel")
+  m:loc("frag.lua", 1)
+  local out = m:param("ptr.global.f32", "out", { noalias = true })
+  local blob = m:param(m:bytes(128, 64), "desc", { grid_constant = true })
+  local n = m:param("i32", "n")
+  local s = m:param("f32", "s")
+  local F = m:array("f32", nfrag)
+  m:loc("frag.lua", 2)
+  local acc = m:var(F, m:emit("vec", F, { s }))
+  local pa = m:param_addr(blob)
+  local d = m:bitcast("u64", pa)
+  local words = m:load(m:gep(m:ptrcast("ptr.generic.u32", pa), m:k("i32", 5)))
+  m:loc("frag.lua", 3)
+  local H = m:array("f16x2", 4)
+  local h = {}
+  for j = 1, 4 do h[j] = m:emit("vec", "f16x2", { m:cvt("f16", s), m:k("f16", j) }) end
+  local hf = m:emit("vec", H, h)
+  local i = m:for_(m:k("i32", 0), n, m:k("i32", 1))
+  m:loc("frag.lua", 4)
+  local cur = m:vget(acc)
+  local x5 = m:extract(cur, { lane = 5 })
+  cur = m:insert(cur, m:add(x5, m:k("f32", 2)), { lane = 7 })
+  local tmpl, cons = {}, {}
+  for j = 0, nfrag - 1 do
+    tmpl[#tmpl + 1] = ("add.f32 $%d, $%d, 0f3F800000;"):format(j, j)
+    cons[#cons + 1] = "=f"
+  end
+  for j = 0, nfrag - 1 do cons[#cons + 1] = tostring(j) end
+  cons[#cons + 1] = "l"; cons[#cons + 1] = "l"
+  tmpl[#tmpl + 1] = ("{ .reg .b64 t; add.s64 t, $%d, $%d; }"):format(2 * nfrag, 2 * nfrag + 1)
+  m:loc("frag.lua", 5)
+  cur = m:asm(F, table.concat(tmpl, " "), table.concat(cons, ","), cur, d, d)
+  m:vset(acc, cur)
+  m:end_()
+  m:loc("frag.lua", 6)
+  local fin = m:vget(acc)
+  local tid = m:sreg("tid.x")
+  local base = m:gep(out, m:mul(tid, m:k("u32", nfrag + 1)))
+  for j = 0, nfrag - 1 do m:store(m:gep(base, m:k("i32", j)), m:extract(fin, { lane = j })) end
+  -- the f16x2[4] fragment through an asm with 'r' operands: element 2, lane 1 (= 3.0)
+  local h2 = m:asm("f16x2", "mov.b32 $0, $3;", "=r,r,r,r,r", hf)
+  local w = m:add(m:cvt("f32", m:bitcast("u32", words)), m:cvt("f32", m:extract(h2, { lane = 1 })))
+  m:store(m:gep(base, m:k("i32", nfrag)), w)
+  m:ret()
+  return m
+end
+
+local NAMES = { "vadd", "reduce", "loops", "ifelse", "fragment" }
 package.loaded["spec.ir_kernels"] = K
 
 describe("cute.ir golden text", function()
