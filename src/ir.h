@@ -141,6 +141,7 @@ IR_HIDDEN int64_t ir_float_bits(int32_t t, double v);
 IR_HIDDEN int32_t ir_const_bits(cute_ir *ir, int32_t t, int64_t bits);
 IR_HIDDEN int32_t ir_vtype(const ir_func *f, int32_t ref);
 IR_HIDDEN const char *ir_locstr(cute_ir *ir, const ir_inst *in, char *buf, size_t cap);
+/* ir_build.c: append an instruction to the current function (checks, scope) */
 IR_HIDDEN int32_t ir_emit(cute_ir *ir, int op, int32_t type, int nargs, const int32_t *args,
                           int64_t imm, int64_t imm2);
 static inline ir_func *ir_curf(cute_ir *ir) {

@@ -168,3 +168,12 @@ char *ir_print_all(cute_ir *ir) {
   if (b.oom) { free(b.p); return NULL; }
   return b.p;
 }
+
+const char *cute_ir_print(cute_ir *ir) {
+  if (!ir) return "";
+  char *s = ir_print_all(ir);
+  if (!s) return "";
+  free(ir->printbuf);
+  ir->printbuf = s;
+  return s;
+}
