@@ -12,7 +12,7 @@
 
 /* ---- tables ------------------------------------------------------------ */
 const ir_opinfo ir_ops[IR_NOPS] = {
-#define IR_OPROW(id, name, mn, mx, k1, k2, fl) {name, mn, mx, k1, k2, fl},
+#define IR_OPROW(id, name, mn, mx, k1, k2, fl, rt) {name, mn, mx, k1, k2, fl, rt},
     IROPDEF(IR_OPROW)
 #undef IR_OPROW
 };
@@ -35,7 +35,7 @@ const ir_immkind ir_immk[IK_COUNT_] = {
 
 /* every row of src/irdef.h against the public enums of include/cute_ir.h */
 _Static_assert((int)IR_NOPS == (int)CUTE_IR_OP_COUNT_, "irdef.h and cute_ir.h have different opcode counts");
-#define IR_OPASSERT(id, name, mn, mx, k1, k2, fl) \
+#define IR_OPASSERT(id, name, mn, mx, k1, k2, fl, rt) \
   _Static_assert((int)IR_##id == (int)CUTE_IR_##id, "irdef.h and cute_ir.h differ at opcode " #id);
 IROPDEF(IR_OPASSERT)
 #undef IR_OPASSERT

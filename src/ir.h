@@ -18,7 +18,7 @@
 #define IR_HIDDEN __attribute__((visibility("hidden")))
 
 enum {
-#define IR_OPENUM(id, name, mn, mx, k1, k2, fl) IR_##id,
+#define IR_OPENUM(id, name, mn, mx, k1, k2, fl, rt) IR_##id,
   IROPDEF(IR_OPENUM)
 #undef IR_OPENUM
   IR_NOPS
@@ -34,7 +34,7 @@ enum {
 typedef struct ir_opinfo {
   const char *name;
   int16_t min_args, max_args;
-  uint8_t k1, k2, flags;
+  uint8_t k1, k2, flags, res;
 } ir_opinfo;
 extern const ir_opinfo ir_ops[IR_NOPS] IR_HIDDEN;
 
