@@ -459,6 +459,27 @@ describe("codegen: fragments and by-value parameters", function()
     assert.are.equal(0, r.info.spill_stores, r.ptxas_log)
     assert.are.equal(0, r.info.stack)
   end)
+  it("fragments of one element, of u64 and of f16x2 through asm; a fragment if-result", function()
+    for _, c in ipairs { { "u32", "r", 1 }, { "f32", "f", 1 }, { "u64", "l", 3 }, { "f64", "d", 2 }, { "f16x2", "r", 4 } } do
+      local el, letter, n = c[1], c[2], c[3]
+      local m = kernel("f1")
+      local out = m:param("ptr.global." .. el, "out")
+      local F = m:array(el, n)
+      local fr = m:emit("vec", F, { m:load(out) })
+      local cons = {}
+      for k = 1, n do cons[k] = "=" .. letter end
+      for k = 0, n - 1 do cons[n + k + 1] = tostring(k) end
+      fr = m:asm(F, "// frag $0", table.concat(cons, ","), fr)
+      local sel = m:if_(m:eq(m:sreg("tid.x"), m:k("u32", 0)), F)
+      m:yield(fr)
+      m:else_()
+      m:yield(m:insert(fr, m:load(out), { lane = n - 1 }))
+      m:end_()
+      m:store(out, m:extract(sel, { lane = n - 1 }))
+      m:ret()
+      no_local(m)
+    end
+  end)
   it("PTX parameter names come from the IR names (identifiers, unique), else the index", function()
     local m = kernel("names")
     local a = m:param("ptr.global.f32", "A")

@@ -71,7 +71,8 @@ static LLVMValueRef cg_asm(cg *g, const ir_inst *in, const int32_t *a) {
     if (*p == '=' && (p == cons || p[-1] == ',')) nout++;
   int32_t t = in->type;
   int kind = ir->types[t].kind;
-  int multi = (kind == CUTE_T_ARR || kind == CUTE_T_VEC) && nout > 1 ? ir->types[t].n : 0;
+  /* a fragment always comes back as a struct of its elements (even of one) */
+  int multi = kind == CUTE_T_ARR || (kind == CUTE_T_VEC && nout > 1) ? ir->types[t].n : 0;
   if (kind == CUTE_T_ARR && nout != ir->types[t].n) multi = -1;
   if (multi < 0 || (!multi && nout != (t != CUTE_T_VOID))) {
     cg_fail(g, in, "asm: %d outputs for a %s result", nout, ir_type_str(ir, t));
