@@ -118,7 +118,7 @@ struct cute_ir {
   int tname_i;
 };
 
-/* ir.c */
+/* ir.c (constants: ir_const.c) */
 IR_HIDDEN int32_t ir_str(cute_ir *ir, const char *s, size_t len);
 IR_HIDDEN const char *ir_strget(const cute_ir *ir, int32_t id);
 IR_HIDDEN int ir_fail(cute_ir *ir, int code, const char *fmt, ...)
