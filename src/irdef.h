@@ -15,7 +15,8 @@
  *          RT_I1 / RT_U32  that scalar     RT_PELEM  operand 0's pointee
  *          RT_ELEM  operand 0's vector lane / fragment element
  *          RT_FN    the op's own rule (ir_infer_type's switch)
- * The enum order is the public CUTE_OP_* numbering: append, never reorder.
+ * The enum order is the public CUTE_IR_* numbering (include/cute_ir.h): append,
+ * never reorder; src/ir.c static-asserts every row.
  */
 #ifndef CUTE_IRDEF_H
 #define CUTE_IRDEF_H
