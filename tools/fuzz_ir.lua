@@ -347,7 +347,7 @@ end
 
 -- ---- text mutation ------------------------------------------------------------------
 local corpus = {}
-for _, f in ipairs({ "vadd", "reduce", "loops", "ifelse" }) do
+for _, f in ipairs({ "vadd", "reduce", "loops", "ifelse", "fragment" }) do
   local h = io.open("spec/golden/" .. f .. ".ir", "rb")
   if h then corpus[#corpus + 1] = h:read("*a"); h:close() end
 end
@@ -355,7 +355,9 @@ end
 local TOKENS = { "%1", "%99", "0:i32", "1.5:f32", "-1:i64", "0x7fc00000:f32", "{", "}", "} else {", "} do %2 {", "ret",
   "yield %3", "break", "add", "load", "store", "ptr.global.f32", "u32", "hint=nc", "align=3", "mode=bfly", "loc \"x\" 5",
   "\"", "\\", "=", ",", "@", "fn=@nope", "unroll=full", "reg=laneid", "width=7", "%2 = ", "kernel @z() {", "func @y(%1: f32) -> f32 {",
-  "99999999999999999999:i32", "1e400:f64", "-0:u8", "nan:f32", "ptr.shared.ptr.global.f32", "f32x3", "bf16x8" }
+  "99999999999999999999:i32", "1e400:f64", "-0:u8", "nan:f32", "ptr.shared.ptr.global.f32", "f32x3", "bf16x8",
+  "f32[128]", "f32[0]", "f16x2[4]", "u32[257]", "bytes<128,64>", "bytes<0,3>", "grid_constant", "param.addr", "lane=128",
+  "\"=f,0\"", "cons=\"=f,=f,0,1,l\"" }
 
 local function mutate(txt)
   local lines = {}
