@@ -20,7 +20,7 @@ static const char *loc_line(cute_ir *ir) {
    src/irdef.h, and one line per op with a rule of its own (RT_FN) */
 static int32_t infer_fn(cute_ir *ir, int op, int nargs, int32_t t0, int64_t imm) {
   switch (op) {
-  case IR_VEC: return nargs >= 2 && is_scalar_num(t0) && (nargs == 2 || nargs == 4 || nargs == 8) ? cute_ir_t_vec(ir, t0, nargs) : 0;
+  case IR_VEC: return is_scalar_num(t0) && (nargs == 2 || nargs == 4 || nargs == 8) ? cute_ir_t_vec(ir, t0, nargs) : 0;
   case IR_SREG: return imm == CUTE_SREG_CLOCK64 || imm == CUTE_SREG_GLOBALTIMER ? CUTE_T_U64 : CUTE_T_U32;
   case IR_VOTE: return imm == CUTE_VOTE_BALLOT ? CUTE_T_U32 : CUTE_T_I1;
   case IR_CALL: return imm > 0 && imm < ir->nfuncs ? ir->funcs[imm].ret : CUTE_T_VOID;
@@ -76,7 +76,8 @@ static int check_op(chk *c) {
   case IR_CVT: return chk_cvt(c);
   case IR_BITCAST: return chk_bitcast(c);
   case IR_PTRCAST: return chk_ptrcast(c);
-  case IR_SQRT: case IR_RSQRT: case IR_RCP: case IR_EXP: case IR_EXP2: case IR_LOG: case IR_LOG2: case IR_SIN: case IR_COS: case IR_TANH: case IR_ERF: case IR_POW: return chk_math(c);
+  case IR_SQRT: case IR_RSQRT: case IR_RCP: case IR_EXP: case IR_EXP2: case IR_LOG: case IR_LOG2:
+  case IR_SIN: case IR_COS: case IR_TANH: case IR_ERF: case IR_POW: return chk_math(c);
   case IR_FLOOR: case IR_CEIL: case IR_TRUNC: case IR_ROUND: return chk_round(c);
   case IR_POPC: case IR_CLZ: return chk_count_bits(c);
   case IR_BREV: return chk_brev(c);
