@@ -41,7 +41,9 @@ enum {
   CUTE_T_I8 = 3, CUTE_T_I16 = 4, CUTE_T_I32 = 5, CUTE_T_I64 = 6,
   CUTE_T_U8 = 7, CUTE_T_U16 = 8, CUTE_T_U32 = 9, CUTE_T_U64 = 10,
   CUTE_T_F16 = 11, CUTE_T_BF16 = 12, CUTE_T_F32 = 13, CUTE_T_F64 = 14,
-  CUTE_T_VEC = 15, CUTE_T_PTR = 16
+  CUTE_T_VEC = 15, CUTE_T_PTR = 16,
+  CUTE_T_ARR = 17,   /* register fragment: elem[n], elem a scalar number or vector */
+  CUTE_T_BYTES = 18  /* opaque by-value kernel parameter: bytes<size,align> */
 };
 
 /* Address spaces (NVPTX numbering). */
@@ -73,6 +75,7 @@ enum {
   CUTE_IR_ASM,
   CUTE_IR_MMA, CUTE_IR_LDMATRIX, CUTE_IR_CPASYNC, CUTE_IR_CPCOMMIT, CUTE_IR_CPWAIT,
   CUTE_IR_MBARINIT, CUTE_IR_MBARARRIVE, CUTE_IR_MBARWAIT,
+  CUTE_IR_PARAMADDR,
   CUTE_IR_OP_COUNT_
 };
 
@@ -101,7 +104,12 @@ enum { CUTE_ATOM_ADD = 0, CUTE_ATOM_MIN = 1, CUTE_ATOM_MAX = 2, CUTE_ATOM_AND = 
 enum { CUTE_UNROLL_NONE = 0, CUTE_UNROLL_FULL = -1, CUTE_UNROLL_DISABLE = -2 };
 /* Function kinds and parameter flags. */
 enum { CUTE_FN_KERNEL = 0, CUTE_FN_DEVICE = 1 };
-enum { CUTE_P_NOALIAS = 1, CUTE_P_READONLY = 2 };
+enum { CUTE_P_NOALIAS = 1, CUTE_P_READONLY = 2,
+       CUTE_P_GRID_CONSTANT = 4 /* bytes parameter whose address param.addr takes */ };
+/* Limits of the fragment model (docs/IR.md, "Fragments and wide values"). */
+enum { CUTE_ARR_MAX = 256,        /* elements of a fragment type             */
+       CUTE_BYTES_MAX = 4096,     /* size of a by-value bytes parameter      */
+       CUTE_ASM_MAX_OPERANDS = 512 /* inline-PTX operands after expansion    */ };
 
 /* ---- context ------------------------------------------------------------ */
 /* New empty context, owned by the caller (free with cute_ir_free); NULL if out of memory. */
@@ -121,9 +129,17 @@ void cute_ir_set_loc(cute_ir *ir, const char *file, int line);
 /* ---- types (interned; refs stay valid for the context's life) ------------ */
 int32_t cute_ir_t_vec(cute_ir *ir, int32_t elem, int lanes);
 int32_t cute_ir_t_ptr(cute_ir *ir, int32_t elem, int space);
+/* Register fragment elem[n] (printed "f32[128]", "f16x2[4]"): elem a scalar number or a
+   vector, 1 <= n <= CUTE_ARR_MAX.  A value, never in memory: built by vec, sliced by
+   extract/insert (constant index), carried by var, passed whole to and from asm. */
+int32_t cute_ir_t_array(cute_ir *ir, int32_t elem, int n);
+/* Opaque by-value kernel parameter of size bytes aligned to align (a power of two
+   <= 256), printed "bytes<128,64>"; PTX: .param .align A .b8 name[N]. */
+int32_t cute_ir_t_bytes(cute_ir *ir, int size, int align);
 /* kind: CUTE_T_* of a type ref (scalars are their own kind); 0 if invalid. */
 int cute_ir_type_kind(cute_ir *ir, int32_t t);
-/* Element type of a vector or pointer (0 otherwise); lanes or address space into *n. */
+/* Element type of a vector, pointer or array (0 otherwise); lanes, address space or
+   length into *n (bytes: 0, size into *n). */
 int32_t cute_ir_type_elem(cute_ir *ir, int32_t t, int *n);
 /* Size in bytes (pointers 8, i1 1). */
 int cute_ir_type_size(cute_ir *ir, int32_t t);

@@ -464,7 +464,7 @@ describe("differential: the lowering of each operator, evaluated by LLVM's const
       local eb = R.TYPES[t].bits / 8
       local r = k:compile(spec1(n * #vals, K.DT[t]), spec1(n * #cmps, cute.uint8))
       local st = stores(r.llvm, eb)
-      local sv, sp = st["%arg1"] or {}, st["%arg2"] or {}
+      local sv, sp = st["%V"] or {}, st["%P"] or {}
       local ck = checker(t .. " lowered")
       for i = 1, n do
         local a, b = A[i], B[i]
@@ -501,7 +501,7 @@ describe("differential: the lowering of each operator, evaluated by LLVM's const
       for j, t in ipairs(R.INTS) do args[j] = spec1(#X, K.DT[t]) end
       local st = stores(k:compile(unpack(args)).llvm)
       for j, t in ipairs(R.INTS) do
-        local got_t = st["%arg" .. j] or {}
+        local got_t = st["%O" .. j] or {}
         for i = 1, #X do
           local x = X[i]
           local got = got_t[(i - 1) * R.TYPES[t].bits / 8]

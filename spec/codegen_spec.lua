@@ -404,6 +404,114 @@ describe("codegen: op coverage", function()
   end)
 end)
 
+describe("codegen: fragments and by-value parameters", function()
+  -- every arch: assembled (ptxas when present) with no local memory and no spills
+  local function no_local(m, want)
+    for _, arch in ipairs(ARCHS) do
+      local r, e = m:compile { arch = arch, opt_level = 3 }
+      assert(r, arch .. ": " .. tostring(e))
+      for _, pat in ipairs(want or {}) do assert(has(r.ptx, pat), ("%s: PTX lacks %q"):format(arch, pat)) end
+      assert.falsy(has(r.ptx, ".local"), arch .. ": the fragment went to local memory")
+      assert.falsy(has(r.ptx, "__local_depot"), arch .. ": local depot")
+      assert.falsy(has(r.llvm, "alloca"), arch .. ": an alloca survived")
+      if PTXAS then
+        assert.truthy(r.cubin, arch .. ": no cubin")
+        assert.are.equal(0, r.info.spill_stores, arch .. ": " .. r.ptxas_log)
+        assert.are.equal(0, r.info.spill_loads, arch)
+        assert.are.equal(0, r.info.stack, arch)
+      end
+    end
+    if not PTXAS then pending("ptxas not found: PTX checked, not assembled") end
+  end
+  it("f32[128] loop-carried, sliced, through one asm with 258 operands; bytes<128,64> grid_constant", function()
+    no_local(golden("fragment"), { ".param .align 64 .b8 frag_param_desc[128]", "cvta.param.u64",
+      ".param .u64 frag_param_out", ".param .u32 frag_param_n", ".param .f32 frag_param_s" })
+  end)
+  it("wgmma.mma_async m64n256k16 with a 128 x f32 accumulator (sm_90a)", function()
+    local m = kernel("wg")
+    local out = m:param("ptr.global.f32", "out")
+    local da = m:param("u64", "da")
+    local db = m:param("u64", "db")
+    local F = m:array("f32", 128)
+    local acc = m:var(F, m:emit("vec", F, { m:k("f32", 0) }))
+    m:for_(m:k("i32", 0), m:k("i32", 4), m:k("i32", 1))
+    local d, cons = {}, {}
+    for j = 0, 127 do d[#d + 1] = "$" .. j; cons[#cons + 1] = "=f" end
+    for j = 0, 127 do cons[#cons + 1] = tostring(j) end
+    cons[#cons + 1] = "l"; cons[#cons + 1] = "l"; cons[#cons + 1] = "n"
+    local ptx = "{\n.reg .pred p;\nsetp.ne.b32 p, $258, 0;\nwgmma.fence.sync.aligned;\n" ..
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {" .. table.concat(d, ", ") ..
+      "}, $256, $257, p, 1, 1, 0, 0;\nwgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n}"
+    m:vset(acc, m:asm(F, ptx, table.concat(cons, ","), m:vget(acc), da, db, m:k("i32", 1)))
+    m:end_()
+    local fin = m:vget(acc)
+    local base = m:gep(out, m:mul(m:sreg("tid.x"), m:k("u32", 128)))
+    for j = 0, 127 do m:store(m:gep(base, m:k("i32", j)), m:extract(fin, { lane = j })) end
+    m:ret()
+    assert.is_true(m:verify())
+    local txt = m:text()
+    assert.are.equal(txt, IR.parse(txt):text())
+    local r = assert(m:compile { arch = "sm_90a" })
+    assert.truthy(has(r.ptx, "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16"))
+    assert.falsy(has(r.ptx, ".local"))
+    if not PTXAS then pending("ptxas not found: wgmma PTX not assembled") end
+    assert.truthy(r.cubin)
+    assert.are.equal(0, r.info.spill_stores, r.ptxas_log)
+    assert.are.equal(0, r.info.stack)
+  end)
+  it("fragments of one element, of u64 and of f16x2 through asm; a fragment if-result", function()
+    for _, c in ipairs { { "u32", "r", 1 }, { "f32", "f", 1 }, { "u64", "l", 3 }, { "f64", "d", 2 }, { "f16x2", "r", 4 } } do
+      local el, letter, n = c[1], c[2], c[3]
+      local m = kernel("f1")
+      local out = m:param("ptr.global." .. el, "out")
+      local F = m:array(el, n)
+      local fr = m:emit("vec", F, { m:load(out) })
+      local cons = {}
+      for k = 1, n do cons[k] = "=" .. letter end
+      for k = 0, n - 1 do cons[n + k + 1] = tostring(k) end
+      fr = m:asm(F, "// frag $0", table.concat(cons, ","), fr)
+      local sel = m:if_(m:eq(m:sreg("tid.x"), m:k("u32", 0)), F)
+      m:yield(fr)
+      m:else_()
+      m:yield(m:insert(fr, m:load(out), { lane = n - 1 }))
+      m:end_()
+      m:store(out, m:extract(sel, { lane = n - 1 }))
+      m:ret()
+      no_local(m)
+    end
+  end)
+  it("PTX parameter names come from the IR names (identifiers, unique), else the index", function()
+    local m = kernel("names")
+    local a = m:param("ptr.global.f32", "A")
+    m:param("i32", "n")
+    m:param("i32", "n")          -- duplicate: both keep their index
+    m:param("i32", "not valid")  -- not an identifier
+    m:param("i32")               -- no name
+    m:store(a, m:k("f32", 1))
+    m:ret()
+    local r = assert(m:compile { arch = "sm_80", use_ptxas = PTXAS ~= nil })
+    assert.truthy(has(r.ptx, ".param .u64 names_param_A"))
+    assert.truthy(has(r.ptx, "[names_param_A]"))
+    for i = 1, 4 do assert.truthy(has(r.ptx, "names_param_" .. i), i) end
+    assert.falsy(has(r.ptx, "names_param_0"))
+  end)
+  it("grid_constant needs sm_70 and PTX 7.7 (raised on sm_80, an error when pinned lower)", function()
+    local m = golden("fragment")
+    local r, e = m:compile { arch = "sm_80", ptx_version = 70, use_ptxas = false }
+    assert.is_nil(r)
+    assert.truthy(has(e, "grid_constant") and has(e, "PTX 7.7"), e)
+    r, e = m:compile { arch = "sm_61", use_ptxas = false }
+    assert.is_nil(r)
+    assert.truthy(has(e, "sm_70"), e)
+    r = assert(m:compile { arch = "sm_80", use_ptxas = false })
+    assert.truthy(has(r.ptx, ".version 7.7"))
+  end)
+  it("a fragment at O0 still compiles (vars live in memory before SROA)", function()
+    local r = assert(golden("fragment"):compile { arch = "sm_90a", opt_level = 0, use_ptxas = false })
+    assert.truthy(has(r.ptx, ".entry frag"))
+  end)
+end)
+
 describe("codegen: errors come back as messages", function()
   it("ptxas errors (bad inline PTX) are returned, not printed", function()
     local m = kernel("bad")

@@ -30,8 +30,11 @@ describe("tracing to IR", function()
     end, { name = "vadd" })
     local ir = k:ir(spec1(1024), spec1(1024), spec1(1024))
     -- stable parts of the text (golden): the signature, the ops, the structure
-    assert.is_truthy(ir:find('kernel @vadd(%1: ptr.global.f32 noalias align=16 "arg1", ' ..
-      '%2: ptr.global.f32 noalias align=16 "arg2", %3: ptr.global.f32 noalias align=16 "arg3")', 1, true), ir)
+    assert.is_truthy(ir:find('kernel @vadd(%1: ptr.global.f32 noalias align=16 "A", ' ..
+      '%2: ptr.global.f32 noalias align=16 "B", %3: ptr.global.f32 noalias align=16 "Cc")', 1, true), ir)
+    -- the Lua parameter names reach the PTX
+    local ptx = k:ptx(spec1(1024), spec1(1024), spec1(1024))
+    assert.is_truthy(ptx:find(".param .u64 vadd_param_Cc", 1, true), ptx)
     assert.is_truthy(ir:find("sreg u32 ctaid.x", 1, true) or ir:find("ctaid.x", 1, true), ir)
     assert.is_truthy(ir:find("lt i1 %%%d+, 1024:i32"), ir)
     assert.is_truthy(ir:find("if %%%d+ {"), ir)
@@ -45,8 +48,8 @@ describe("tracing to IR", function()
       A[i] = A[i] * s + scale
     end)
     local ir1 = k:ir(spec1(64), 3, cute.Float32(2))
-    assert.is_truthy(ir1:find(': f32 "arg3"', 1, true), ir1)   -- runtime parameter
-    assert.is_falsy(ir1:find('"arg2"', 1, true))                 -- 3 is folded in
+    assert.is_truthy(ir1:find(': f32 "scale"', 1, true), ir1)   -- runtime parameter
+    assert.is_falsy(ir1:find('"s"', 1, true))                 -- 3 is folded in
     assert.is_truthy(ir1:find("3:i32", 1, true) or ir1:find("3.0:f32", 1, true), ir1)
   end)
 
@@ -70,9 +73,9 @@ describe("tracing to IR", function()
       cute.if_then(i < cute.size(A, 0), function() A[{ i, 1 }] = 0.0 end)
     end)
     local ir = k:ir(cute.dynamic(cute.tensor_spec({ 8, 16 }, f32)))
-    assert.is_truthy(ir:find('"arg1_shape1"', 1, true), ir)
-    assert.is_truthy(ir:find('"arg1_stride1"', 1, true), ir)
-    assert.is_falsy(ir:find('"arg1_stride2"', 1, true)) -- unit stride stays static
+    assert.is_truthy(ir:find('"A_shape1"', 1, true), ir)
+    assert.is_truthy(ir:find('"A_stride1"', 1, true), ir)
+    assert.is_falsy(ir:find('"A_stride2"', 1, true)) -- unit stride stays static
   end)
 
   it("local_tile and local_partition index tiles with traced coordinates", function()

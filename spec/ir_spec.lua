@@ -148,7 +148,63 @@ function K.ifelse()
   return m
 end
 
-local NAMES = { "vadd", "reduce", "loops", "ifelse" }
+-- Fragments and by-value parameters (docs/IR.md, "Fragments and wide values"):
+-- a 128 x f32 accumulator carried through a for loop by a var, sliced by
+-- constant index, passed whole through one asm with 258 operands (128 outputs,
+-- 128 tied inputs, two 64-bit inputs); an array of vectors built from scalars;
+-- a 128-byte, 64-aligned grid_constant parameter whose generic address is read.
+-- out[tid*129 + j] = fragment element j, out[tid*129 + 128] = a word of the blob.
+function K.fragment(nfrag)
+  nfrag = nfrag or 128
+  local m = IR.new()
+  m:func("frag", "kernel")
+  m:loc("frag.lua", 1)
+  local out = m:param("ptr.global.f32", "out", { noalias = true })
+  local blob = m:param(m:bytes(128, 64), "desc", { grid_constant = true })
+  local n = m:param("i32", "n")
+  local s = m:param("f32", "s")
+  local F = m:array("f32", nfrag)
+  m:loc("frag.lua", 2)
+  local acc = m:var(F, m:emit("vec", F, { s }))
+  local pa = m:param_addr(blob)
+  local d = m:bitcast("u64", pa)
+  local words = m:load(m:gep(m:ptrcast("ptr.generic.u32", pa), m:k("i32", 5)))
+  m:loc("frag.lua", 3)
+  local H = m:array("f16x2", 4)
+  local h = {}
+  for j = 1, 4 do h[j] = m:emit("vec", "f16x2", { m:cvt("f16", s), m:k("f16", j) }) end
+  local hf = m:emit("vec", H, h)
+  local i = m:for_(m:k("i32", 0), n, m:k("i32", 1))
+  m:loc("frag.lua", 4)
+  local cur = m:vget(acc)
+  local x5 = m:extract(cur, { lane = 5 })
+  cur = m:insert(cur, m:add(x5, m:k("f32", 2)), { lane = 7 })
+  local tmpl, cons = {}, {}
+  for j = 0, nfrag - 1 do
+    tmpl[#tmpl + 1] = ("add.f32 $%d, $%d, 0f3F800000;"):format(j, j)
+    cons[#cons + 1] = "=f"
+  end
+  for j = 0, nfrag - 1 do cons[#cons + 1] = tostring(j) end
+  cons[#cons + 1] = "l"; cons[#cons + 1] = "l"
+  tmpl[#tmpl + 1] = ("{ .reg .b64 t; add.s64 t, $%d, $%d; }"):format(2 * nfrag, 2 * nfrag + 1)
+  m:loc("frag.lua", 5)
+  cur = m:asm(F, table.concat(tmpl, " "), table.concat(cons, ","), cur, d, d)
+  m:vset(acc, cur)
+  m:end_()
+  m:loc("frag.lua", 6)
+  local fin = m:vget(acc)
+  local tid = m:sreg("tid.x")
+  local base = m:gep(out, m:mul(tid, m:k("u32", nfrag + 1)))
+  for j = 0, nfrag - 1 do m:store(m:gep(base, m:k("i32", j)), m:extract(fin, { lane = j })) end
+  -- the f16x2[4] fragment through an asm with 'r' operands: element 2, lane 1 (= 3.0)
+  local h2 = m:asm("f16x2", "mov.b32 $0, $3;", "=r,r,r,r,r", hf)
+  local w = m:add(m:cvt("f32", m:bitcast("u32", words)), m:cvt("f32", m:extract(h2, { lane = 1 })))
+  m:store(m:gep(base, m:k("i32", nfrag)), w)
+  m:ret()
+  return m
+end
+
+local NAMES = { "vadd", "reduce", "loops", "ifelse", "fragment" }
 package.loaded["spec.ir_kernels"] = K
 
 describe("cute.ir golden text", function()
@@ -316,6 +372,93 @@ describe("cute.ir verifier", function()
   it("reports break outside a loop and yield outside an if", function()
     assert.truthy(has(verr("kernel @k() {\n  break\n  ret\n}\n"), "not inside a loop"))
     assert.truthy(has(verr("kernel @k() {\n  yield 1:i32\n  ret\n}\n"), "yield outside"))
+  end)
+  it("checks fragments: index range, element types, asm operand limit and ties", function()
+    local F = "kernel @k(%1: f32) {\n  %2 = vec f32[128] %1\n"
+    local e = verr(F .. "  %3 = extract f32 %2 lane=128\n  ret\n}\n")
+    assert.truthy(has(e, "index 128 out of range 0..127 of f32[128]"), e)
+    e = verr(F .. "  %3 = insert f32[128] %2, 1:i32 lane=3\n  ret\n}\n")
+    assert.truthy(has(e, "value must be f32"), e)
+    e = verr("kernel @k(%1: i32) {\n  %2 = vec f32[2] %1, %1\n  ret\n}\n")
+    assert.truthy(has(e, "wrong element type") and has(e, "f32[2] holds f32"), e)
+    e = verr("kernel @k(%1: f32) {\n  %2 = vec f32[3] %1, %1\n  ret\n}\n")
+    assert.truthy(has(e, "f32[3] needs 3 elements"), e)
+    e = verr(F .. "  %3 = bitcast u32[128] %2\n  ret\n}\n")
+    assert.truthy(has(e, "cannot bitcast a fragment"), e)
+    -- 513 asm operands: one past CUTE_ASM_MAX_OPERANDS
+    local cons = {}
+    for i = 1, 256 do cons[i] = "=f" end
+    for i = 1, 257 do cons[#cons + 1] = "f" end
+    local m = IR.new()
+    m:func("k", "kernel")
+    local x = m:param("f32", "x")
+    local G = m:array("f32", 256)
+    local g = m:emit("vec", G, { x })
+    e = err_of(m.asm, m, G, "// $0", table.concat(cons, ","), g, x)
+    assert.truthy(has(e, "too many operands") and has(e, "512"), e)
+    local F4, f4
+    local function fresh()
+      m = IR.new()
+      m:func("k", "kernel")
+      x = m:param("f32", "x")
+      F4 = m:array("f32", 4)
+      f4 = m:emit("vec", F4, { x })
+    end
+    fresh()
+    e = err_of(m.asm, m, F4, "// $0", "=f,=f,=f,=f,0,1,2,4", f4)
+    assert.truthy(has(e, "does not name an output"), e)
+    fresh()
+    e = err_of(m.asm, m, F4, "// $0", "=f,=f,=f,=f,0,1,2", f4)
+    assert.truthy(has(e, "too few for the operands"), e)
+    fresh()
+    e = err_of(m.asm, m, "f32", "// $0", "=f,0", m:k("i32", 1))
+    assert.truthy(has(e, "tied to output 0 of type f32"), e)
+    fresh()
+    assert.truthy(m:asm(F4, "// $0 $7", "=f,=f,=f,=f,0,1,2,3", f4) > 0)
+  end)
+  it("checks by-value parameters: only param.addr reads them, grid_constant, kernels only", function()
+    local e = verr("kernel @k(%1: bytes<128,64>) {\n  %2 = param.addr ptr.generic.u8 %1\n  ret\n}\n")
+    assert.truthy(has(e, "not grid_constant"), e)
+    e = verr("kernel @k(%1: bytes<128,64> grid_constant) {\n  %2 = param.addr ptr.global.u8 %1\n  ret\n}\n")
+    assert.truthy(has(e, "generic pointer"), e)
+    e = verr("kernel @k(%1: bytes<16,16> grid_constant, %2: i32) {\n  %3 = param.addr ptr.generic.u8 %2\n  ret\n}\n")
+    assert.truthy(has(e, "must be a bytes parameter"), e)
+    e = verr("kernel @k(%1: bytes<16,16> grid_constant) {\n  %2 = var bytes<16,16>\n  ret\n}\n")
+    assert.truthy(has(e, "parameter type"), e)
+    local m = IR.new()
+    m:func("k", "kernel")
+    local b = m:param(m:bytes(128, 64), "tmap", { grid_constant = true })
+    e = err_of(m.emit, m, "select", "bytes<128,64>", { m:k("i1", 1), b, b })
+    assert.truthy(has(e, "by-value parameter: take its address with param.addr"), e)
+    m = IR.new()
+    m:func("d", "func")
+    e = err_of(m.param, m, m:bytes(16, 16), "b")
+    assert.truthy(has(e, "kernels only"), e)
+    m = IR.new()
+    m:func("k", "kernel")
+    e = err_of(m.param, m, "i32", "n", { grid_constant = true })
+    assert.truthy(has(e, "grid_constant a bytes type"), e)
+    m = IR.new()
+    m:func("k", "kernel")
+    e = err_of(m.param, m, m:array("f32", 4), "f")
+    assert.truthy(has(e, "fragment type f32[4] cannot be a parameter"), e)
+  end)
+  it("rejects malformed fragment and bytes types", function()
+    local m = IR.new()
+    assert.truthy(has(err_of(m.array, m, "f32", 257), "out of range 1..256"))
+    m = IR.new()
+    assert.truthy(has(err_of(m.array, m, "i1", 4), "scalar number or a vector"))
+    m = IR.new()
+    assert.truthy(has(err_of(m.bytes, m, 128, 48), "power of two"))
+    m = IR.new()
+    assert.truthy(has(err_of(m.ptr, m, "f32[4]", "global"), "not a memory element type"))
+    m = IR.new()
+    assert.are.equal("f16x2[4]", m:type_name("f16x2[4]"))
+    assert.are.equal("bytes<128,64>", m:type_name("bytes<128,64>"))
+    for _, bad in ipairs { "f32[0]", "f32[300]", "ptr.global.f32[4]", "bytes<0,8>", "bytes<8,3>", "bytes<8>" } do
+      m = IR.new()
+      assert.truthy(has(err_of(m.type, m, bad), "bad type name"), bad)
+    end
   end)
   it("reports parse errors with the line number", function()
     local ok, e = pcall(IR.parse, "kernel @k() {\n  %1 = frob i32 1:i32\n  ret\n}\n")

@@ -69,6 +69,8 @@ LLVMTypeRef cg_type(cg *g, int32_t t) {
   case CUTE_T_F64: r = g->tf64; break;
   case CUTE_T_VEC: r = LLVMVectorType(cg_type(g, ty->elem), ty->n); break;
   case CUTE_T_PTR: r = LLVMPointerTypeInContext(g->C, ty->n); break;
+  case CUTE_T_ARR: r = LLVMArrayType2(cg_type(g, ty->elem), (uint64_t)ty->n); break;
+  case CUTE_T_BYTES: r = LLVMArrayType2(g->ti8, (uint64_t)ty->n); break;
   }
   return g->ty[t] = r;
 }
@@ -114,7 +116,7 @@ static int declare_funcs(cg *g) {
     ir_func *f = &ir->funcs[fi];
     LLVMTypeRef pt[64];
     if (f->nparams > 64) return cg_fail(g, NULL, "%s: more than 64 parameters", ir_strget(ir, f->name));
-    for (int i = 0; i < f->nparams; i++) pt[i] = cg_type(g, f->inst[i + 1].type);
+    for (int i = 0; i < f->nparams; i++) pt[i] = cg_param_type(g, f->inst[i + 1].type);
     g->fnty[fi] = LLVMFunctionType(cg_type(g, f->ret), pt, (unsigned)f->nparams, 0);
     LLVMValueRef fn = LLVMAddFunction(g->M, ir_strget(ir, f->name), g->fnty[fi]);
     g->fn[fi] = fn;
@@ -198,6 +200,15 @@ int cg_lower(cg *g, char **text) {
   char *msg = g->err;
   size_t cap = g->errcap;
   if (!g->tgt) { snprintf(msg, cap, "arch '%.40s': no target emits it", g->arch); return CUTE_E_UNSUPPORTED; }
+  int need = cg_min_ptx(ir); /* e.g. grid_constant parameters: cvta.param needs sm_70 and PTX 7.7 */
+  if (need) {
+    if (g->sm < 70 || (g->ptx_req && g->ptx_req < need)) {
+      snprintf(msg, cap, "grid_constant parameters need sm_70 and PTX %d.%d or newer (arch %s, PTX %d)", need / 10,
+               need % 10, g->arch, g->ptx_req);
+      return CUTE_E_UNSUPPORTED;
+    }
+    if (!g->ptx_req && g->ptx < need) g->ptx_req = g->ptx = need;
+  }
   target_lock();
   g->tm = g->tgt->machine(g, msg, cap);
   target_unlock();
@@ -381,7 +392,9 @@ int cg_emit(cg *g, char **text) {
     if (buf) LLVMDisposeMemoryBuffer(buf);
     return CUTE_E_LLVM;
   }
-  *text = dup_n(LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
+  char *raw = dup_n(LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
   LLVMDisposeMemoryBuffer(buf);
+  *text = raw ? cg_ptx_param_names(g->ir, raw) : NULL; /* kernel parameters named as in Lua */
+  free(raw);
   return *text ? 0 : CUTE_E_NOMEM;
 }

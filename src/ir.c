@@ -1,5 +1,7 @@
-/* ir.c -- kernel IR context: strings, types, constants, functions and the
- * builder entry points (the checks themselves are in ir_check.c). */
+/* ir.c -- kernel IR context: the op tables, strings, types, constants and
+ * inspection (constants: ir_const.c).  Builder entry points are in ir_build.c, the checks in
+ * ir_check*.c, the text form in ir_print.c / ir_parse.c.  Calls nothing in
+ * those files. */
 #include "ir.h"
 
 #include <math.h>
@@ -10,7 +12,7 @@
 
 /* ---- tables ------------------------------------------------------------ */
 const ir_opinfo ir_ops[IR_NOPS] = {
-#define IR_OPROW(id, name, mn, mx, k1, k2, fl) {name, mn, mx, k1, k2, fl},
+#define IR_OPROW(id, name, mn, mx, k1, k2, fl, rt) {name, mn, mx, k1, k2, fl, rt},
     IROPDEF(IR_OPROW)
 #undef IR_OPROW
 };
@@ -31,10 +33,29 @@ const ir_immkind ir_immk[IK_COUNT_] = {
 #undef IR_IKROW
 };
 
-_Static_assert((int)IR_NOPS == (int)CUTE_IR_OP_COUNT_, "irdef.h and cute_ir.h opcodes differ");
-_Static_assert((int)IR_ASM == (int)CUTE_IR_ASM && (int)IR_LOAD == (int)CUTE_IR_LOAD && (int)IR_FMA == (int)CUTE_IR_FMA &&
-                   (int)IR_MBARWAIT == (int)CUTE_IR_MBARWAIT,
-               "irdef.h and cute_ir.h opcodes differ");
+/* every row of src/irdef.h against the public enums of include/cute_ir.h */
+_Static_assert((int)IR_NOPS == (int)CUTE_IR_OP_COUNT_, "irdef.h and cute_ir.h have different opcode counts");
+#define IR_OPASSERT(id, name, mn, mx, k1, k2, fl, rt) \
+  _Static_assert((int)IR_##id == (int)CUTE_IR_##id, "irdef.h and cute_ir.h differ at opcode " #id);
+IROPDEF(IR_OPASSERT)
+#undef IR_OPASSERT
+enum {
+  IRT_BASE_ = 0,
+#define IR_TYENUM(id, name, bits, cls) IRT_##id,
+  IRTYDEF(IR_TYENUM)
+#undef IR_TYENUM
+};
+#define IR_TYASSERT(id, name, bits, cls) \
+  _Static_assert((int)IRT_##id == (int)CUTE_T_##id, "irdef.h and cute_ir.h differ at type " #id);
+IRTYDEF(IR_TYASSERT)
+#undef IR_TYASSERT
+_Static_assert(IR_NN(ir_hint_names) == CUTE_HINT_VOLATILE + 1, "hint names");
+_Static_assert(IR_NN(ir_rnd_names) == CUTE_RND_RP + 1, "rounding names");
+_Static_assert(IR_NN(ir_math_names) == CUTE_MATH_FAST + 1, "math names");
+_Static_assert(IR_NN(ir_scope_names) == CUTE_SCOPE_SYS + 1, "scope names");
+_Static_assert(IR_NN(ir_shfl_names) == CUTE_SHFL_BFLY + 1, "shfl names");
+_Static_assert(IR_NN(ir_vote_names) == CUTE_VOTE_BALLOT + 1, "vote names");
+_Static_assert(IR_NN(ir_atom_names) == CUTE_ATOM_DEC + 1, "atom names");
 _Static_assert(IR_NN(ir_sreg_names) == CUTE_SREG_COUNT_, "sreg names");
 
 static const struct { const char *name; int bits, cls; } ir_scalars[] = {
@@ -165,7 +186,7 @@ cute_ir *cute_ir_new(void) {
   ir->strs[0] = calloc(1, 1);
   ir->nstrs = 1;
   ir->nfuncs = 1;
-  for (int k = CUTE_T_VOID; k <= CUTE_T_F64; k++) ir->types[k].kind = (uint8_t)k;
+  for (int k = CUTE_T_VOID; k <= CUTE_T_F64; k++) ir->types[k].kind = k;
   ir->ntypes = CUTE_T_F64 + 1;
   return ir;
 }
@@ -235,7 +256,8 @@ int ir_tsize(const cute_ir *ir, int32_t t) {
   if (!ir_type_valid(ir, t)) return 0;
   const ir_type *ty = &ir->types[t];
   if (ty->kind == CUTE_T_PTR) return 8;
-  if (ty->kind == CUTE_T_VEC) return ty->n * ir_tsize(ir, ty->elem);
+  if (ty->kind == CUTE_T_VEC || ty->kind == CUTE_T_ARR) return ty->n * ir_tsize(ir, ty->elem);
+  if (ty->kind == CUTE_T_BYTES) return ty->n;
   if (ty->kind == CUTE_T_I1) return 1;
   return ir_bits(t) / 8;
 }
@@ -251,7 +273,7 @@ int32_t ir_type_get(cute_ir *ir, int kind, int n, int32_t elem) {
     ir->types = p;
     ir->captypes = nc;
   }
-  ir->types[ir->ntypes] = (ir_type){(uint8_t)kind, (uint8_t)n, elem};
+  ir->types[ir->ntypes] = (ir_type){kind, n, elem};
   return ir->ntypes++;
 }
 
@@ -276,6 +298,11 @@ int32_t cute_ir_t_ptr(cute_ir *ir, int32_t elem, int space) {
     ir_fail(ir, CUTE_E_ARG, "pointer type: bad element type %d", elem);
     return 0;
   }
+  if (ir->types[elem].kind == CUTE_T_ARR || ir->types[elem].kind == CUTE_T_BYTES) {
+    ir_fail(ir, CUTE_E_ARG, "pointer type: %s is a register value or parameter type, not a memory element type "
+            "(point to its element type)", ir_type_str(ir, elem));
+    return 0;
+  }
   int depth = 0;
   for (int32_t e = elem; ir->types[e].kind == CUTE_T_PTR; e = ir->types[e].elem) depth++;
   if (depth >= 4) {
@@ -289,12 +316,38 @@ int32_t cute_ir_t_ptr(cute_ir *ir, int32_t elem, int space) {
   return ir_type_get(ir, CUTE_T_PTR, space, elem);
 }
 
+int32_t cute_ir_t_array(cute_ir *ir, int32_t elem, int n) {
+  if (!ir || ir->err_code) return 0;
+  int c = ir_scalar_class(elem), vec = ir_type_valid(ir, elem) && ir->types[elem].kind == CUTE_T_VEC;
+  if (!(c >= 1 && c <= 3) && !vec) {
+    ir_fail(ir, CUTE_E_ARG, "array type: element type %s must be a scalar number or a vector",
+            ir_type_valid(ir, elem) ? ir_type_str(ir, elem) : "?");
+    return 0;
+  }
+  if (n < 1 || n > CUTE_ARR_MAX) {
+    ir_fail(ir, CUTE_E_ARG, "array type: length %d of %s[] out of range 1..%d", n, ir_type_str(ir, elem), CUTE_ARR_MAX);
+    return 0;
+  }
+  return ir_type_get(ir, CUTE_T_ARR, n, elem);
+}
+
+int32_t cute_ir_t_bytes(cute_ir *ir, int size, int align) {
+  if (!ir || ir->err_code) return 0;
+  if (size < 1 || size > CUTE_BYTES_MAX || align < 1 || align > 256 || (align & (align - 1))) {
+    ir_fail(ir, CUTE_E_ARG, "bytes type: bytes<%d,%d>: size must be 1..%d and align a power of two 1..256",
+            size, align, CUTE_BYTES_MAX);
+    return 0;
+  }
+  return ir_type_get(ir, CUTE_T_BYTES, size, align);
+}
+
 int cute_ir_type_kind(cute_ir *ir, int32_t t) {
   return ir && ir_type_valid(ir, t) ? ir->types[t].kind : 0;
 }
 int32_t cute_ir_type_elem(cute_ir *ir, int32_t t, int *n) {
   if (!ir || !ir_type_valid(ir, t) || ir->types[t].kind < CUTE_T_VEC) { if (n) *n = 0; return 0; }
   if (n) *n = ir->types[t].n;
+  if (ir->types[t].kind == CUTE_T_BYTES) return 0;
   return ir->types[t].elem;
 }
 int cute_ir_type_size(cute_ir *ir, int32_t t) { return ir ? ir_tsize(ir, t) : 0; }
@@ -303,6 +356,12 @@ int ir_type_fmt(const cute_ir *ir, int32_t t, char *buf, size_t cap) {
   if (!ir_type_valid(ir, t)) return snprintf(buf, cap, "?");
   const ir_type *ty = &ir->types[t];
   if (ty->kind == CUTE_T_VEC) return snprintf(buf, cap, "%sx%d", ir_scalars[ty->elem].name, ty->n);
+  if (ty->kind == CUTE_T_BYTES) return snprintf(buf, cap, "bytes<%d,%d>", ty->n, ty->elem);
+  if (ty->kind == CUTE_T_ARR) {
+    int n = ir_type_fmt(ir, ty->elem, buf, cap);
+    if (n < 0 || (size_t)n >= cap) return n;
+    return n + snprintf(buf + n, cap - (size_t)n, "[%d]", ty->n);
+  }
   if (ty->kind == CUTE_T_PTR) {
     int n = snprintf(buf, cap, "ptr.%s.", ir_space_names[ty->n]);
     if (n < 0 || (size_t)n >= cap) return n;
@@ -319,8 +378,35 @@ const char *ir_type_str(cute_ir *ir, int32_t t) {
 const char *cute_ir_type_name(cute_ir *ir, int32_t t) { return ir ? ir_type_str(ir, t) : "?"; }
 
 static int32_t type_from_text(cute_ir *ir, const char *s, const char **end, int depth);
+static int read_num(const char **p, int *v) {
+  int n = 0, k = 0;
+  while (**p >= '0' && **p <= '9' && n < 100000) n = n * 10 + (*(*p)++ - '0'), k++;
+  *v = n;
+  return k > 0;
+}
+/* "bytes<N,A>" or an element type followed by "[N]" (fragment) */
 int32_t ir_type_from_text(cute_ir *ir, const char *s, const char **end) {
-  return type_from_text(ir, s, end, 0);
+  *end = s;
+  if (!strncmp(s, "bytes<", 6)) {
+    const char *p = s + 6;
+    int size, align;
+    if (!read_num(&p, &size) || *p++ != ',' || !read_num(&p, &align) || *p++ != '>') return 0;
+    if (size < 1 || size > CUTE_BYTES_MAX || align < 1 || align > 256 || (align & (align - 1))) return 0;
+    int32_t t = ir_type_get(ir, CUTE_T_BYTES, size, align);
+    if (t) *end = p;
+    return t;
+  }
+  const char *e;
+  int32_t t = type_from_text(ir, s, &e, 0);
+  if (!t || *e != '[') { if (t) *end = e; return t; }
+  if (ir->types[t].kind == CUTE_T_PTR || !(ir_scalar_class(ir_scalar_of(ir, t)) >= 1 && ir_scalar_class(ir_scalar_of(ir, t)) <= 3))
+    return 0;
+  const char *p = e + 1;
+  int n;
+  if (!read_num(&p, &n) || *p != ']' || n < 1 || n > CUTE_ARR_MAX) return 0;
+  int32_t a = ir_type_get(ir, CUTE_T_ARR, n, t);
+  if (a) *end = p + 1;
+  return a;
 }
 static int32_t type_from_text(cute_ir *ir, const char *s, const char **end, int depth) {
   *end = s;
@@ -370,261 +456,6 @@ int32_t cute_ir_type_parse(cute_ir *ir, const char *name) {
   return t;
 }
 
-/* ---- constants ---------------------------------------------------------------------- */
-int64_t ir_norm_int(int32_t t, int64_t v) {
-  switch (t) {
-  case CUTE_T_I1: return v & 1;
-  case CUTE_T_I8: return (int8_t)v;
-  case CUTE_T_I16: return (int16_t)v;
-  case CUTE_T_I32: return (int32_t)v;
-  case CUTE_T_U8: return (uint8_t)v;
-  case CUTE_T_U16: return (uint16_t)v;
-  case CUTE_T_U32: return (uint32_t)v;
-  default: return v;
-  }
-}
-
-static uint16_t ir_f2h(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  int32_t e = (int32_t)((x >> 23) & 0xff);
-  uint32_t m = x & 0x7fffffu;
-  if (e == 255) return (uint16_t)(sign | 0x7c00u | (m ? 0x200u | (m >> 13) : 0));
-  int32_t he = e - 127 + 15;
-  if (he >= 31) return (uint16_t)(sign | 0x7c00u);
-  if (he <= 0) {
-    if (he < -10) return (uint16_t)sign;
-    m |= 0x800000u;
-    uint32_t shift = (uint32_t)(14 - he);
-    uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (r & 1))) r++;
-    return (uint16_t)(sign | r);
-  }
-  uint32_t r = ((uint32_t)he << 10) | (m >> 13), rem = m & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (r & 1))) r++;
-  return (uint16_t)(sign | r);
-}
-static float ir_h2f(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ffu, x;
-  if (e == 31) x = sign | 0x7f800000u | (m << 13);
-  else if (e == 0) {
-    float f = ldexpf((float)m, -24);
-    return sign ? -f : f;
-  } else x = sign | ((e - 15 + 127) << 23) | (m << 13);
-  float f;
-  memcpy(&f, &x, 4);
-  return f;
-}
-static uint16_t ir_f2bf(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
-  x += 0x7fffu + ((x >> 16) & 1);
-  return (uint16_t)(x >> 16);
-}
-static float ir_bf2f(uint16_t b) {
-  uint32_t x = (uint32_t)b << 16;
-  float f;
-  memcpy(&f, &x, 4);
-  return f;
-}
-
-int64_t ir_float_bits(int32_t t, double v) {
-  float f = (float)v;
-  uint32_t u;
-  switch (t) {
-  case CUTE_T_F64: { int64_t b; memcpy(&b, &v, 8); return b; }
-  case CUTE_T_F32: memcpy(&u, &f, 4); return u;
-  case CUTE_T_F16: return ir_f2h(f);
-  case CUTE_T_BF16: return ir_f2bf(f);
-  default: return 0;
-  }
-}
-
-double ir_const_as_double(int32_t t, int64_t bits) {
-  switch (t) {
-  case CUTE_T_F64: { double d; memcpy(&d, &bits, 8); return d; }
-  case CUTE_T_F32: { uint32_t u = (uint32_t)bits; float f; memcpy(&f, &u, 4); return f; }
-  case CUTE_T_F16: return ir_h2f((uint16_t)bits);
-  case CUTE_T_BF16: return ir_bf2f((uint16_t)bits);
-  case CUTE_T_U64: return (double)(uint64_t)bits;
-  default: return (double)bits;
-  }
-}
-
-static uint32_t ir_chash(int32_t t, int64_t bits) {
-  uint64_t h = (uint64_t)bits * 0x9E3779B97F4A7C15ull ^ (uint64_t)t * 0xC2B2AE3D27D4EB4Full;
-  return (uint32_t)(h >> 32) ^ (uint32_t)h;
-}
-
-int32_t ir_const_bits(cute_ir *ir, int32_t t, int64_t bits) {
-  ir_func *f = ir_curf(ir);
-  if (!f) { ir_fail(ir, CUTE_E_STATE, "constant: no current function (call cute_ir_func first)"); return 0; }
-  if ((f->ncst + 1) * 2 > f->chcap) {
-    int32_t nc = f->chcap ? f->chcap * 2 : 64;
-    int32_t *h = calloc((size_t)nc, sizeof *h);
-    if (!h) { ir_fail(ir, CUTE_E_NOMEM, "out of memory"); return 0; }
-    for (int32_t i = 1; i < f->ncst; i++) {
-      uint32_t k = ir_chash(f->cst[i].type, f->cst[i].bits) & (uint32_t)(nc - 1);
-      while (h[k]) k = (k + 1) & (uint32_t)(nc - 1);
-      h[k] = i;
-    }
-    free(f->chash);
-    f->chash = h;
-    f->chcap = nc;
-  }
-  uint32_t k = ir_chash(t, bits) & (uint32_t)(f->chcap - 1);
-  while (f->chash[k]) {
-    ir_const *c = &f->cst[f->chash[k]];
-    if (c->type == t && c->bits == bits) return -f->chash[k];
-    k = (k + 1) & (uint32_t)(f->chcap - 1);
-  }
-  if (f->ncst == 0) f->ncst = 1;
-  if (f->ncst >= f->capcst) {
-    int32_t nc = f->capcst ? f->capcst * 2 : 32;
-    ir_const *p = realloc(f->cst, sizeof *p * (size_t)nc);
-    if (!p) { ir_fail(ir, CUTE_E_NOMEM, "out of memory"); return 0; }
-    f->cst = p;
-    f->capcst = nc;
-  }
-  f->cst[f->ncst] = (ir_const){t, 0, bits};
-  f->chash[k] = f->ncst;
-  return -(f->ncst++);
-}
-
-int32_t cute_ir_const_int(cute_ir *ir, int32_t t, int64_t v) {
-  if (!ir || ir->err_code) return 0;
-  if (ir_scalar_class(t) == 3) return ir_const_bits(ir, t, ir_float_bits(t, (double)v));
-  if (ir_scalar_class(t) != 1 && ir_scalar_class(t) != 2 && t != CUTE_T_I1) {
-    ir_fail(ir, CUTE_E_ARG, "const_int: type %s is not a scalar number", ir_type_str(ir, t));
-    return 0;
-  }
-  return ir_const_bits(ir, t, ir_norm_int(t, v));
-}
-
-int32_t cute_ir_const_float(cute_ir *ir, int32_t t, double v) {
-  if (!ir || ir->err_code) return 0;
-  if (ir_scalar_class(t) != 3) {
-    int c = ir_scalar_class(t);
-    if (c == 1 || c == 2 || c == 4) {
-      if (!(v == v) || v > 1.8e19 || v < -9.3e18) {
-        ir_fail(ir, CUTE_E_ARG, "const_float: %g does not fit %s", v, ir_type_str(ir, t));
-        return 0;
-      }
-      return cute_ir_const_int(ir, t, c == 2 && v >= 9.2e18 ? (int64_t)(uint64_t)v : (int64_t)v);
-    }
-    ir_fail(ir, CUTE_E_ARG, "const_float: type %s is not a scalar number", ir_type_str(ir, t));
-    return 0;
-  }
-  return ir_const_bits(ir, t, ir_float_bits(t, v));
-}
-
-/* ---- functions -------------------------------------------------------------------------- */
-int32_t cute_ir_func(cute_ir *ir, const char *name, int kind, int32_t ret) {
-  if (!ir || ir->err_code) return 0;
-  if (!name || !*name) { ir_fail(ir, CUTE_E_ARG, "func: empty name"); return 0; }
-  for (const char *p = name; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-          *p == '_' || *p == '$') || (p == name && *p >= '0' && *p <= '9')) {
-      ir_fail(ir, CUTE_E_ARG, "func: bad name '%s' (letters, digits, _ and $; not starting with a digit)", name);
-      return 0;
-    }
-  if (kind != CUTE_FN_KERNEL && kind != CUTE_FN_DEVICE) {
-    ir_fail(ir, CUTE_E_ARG, "func %s: bad kind %d", name, kind);
-    return 0;
-  }
-  if (ret == 0) ret = CUTE_T_VOID;
-  if (!ir_type_valid(ir, ret) || (kind == CUTE_FN_KERNEL && ret != CUTE_T_VOID)) {
-    ir_fail(ir, CUTE_E_ARG, "func %s: bad return type (kernels return void)", name);
-    return 0;
-  }
-  for (int32_t i = 1; i < ir->nfuncs; i++)
-    if (!strcmp(ir_strget(ir, ir->funcs[i].name), name)) {
-      ir_fail(ir, CUTE_E_ARG, "func: '%s' is already defined", name);
-      return 0;
-    }
-  if (ir->nfuncs >= ir->capfuncs) {
-    int32_t nc = ir->capfuncs * 2;
-    ir_func *p = realloc(ir->funcs, sizeof *p * (size_t)nc);
-    if (!p) { ir_fail(ir, CUTE_E_NOMEM, "out of memory"); return 0; }
-    ir->funcs = p;
-    ir->capfuncs = nc;
-  }
-  ir_func *f = &ir->funcs[ir->nfuncs];
-  memset(f, 0, sizeof *f);
-  f->name = ir_str(ir, name, strlen(name));
-  f->kind = kind;
-  f->ret = ret;
-  f->ninst = 1;
-  f->ncst = 1;
-  ir->cur = ir->nfuncs;
-  return ir->nfuncs++;
-}
-
-int cute_ir_func_select(cute_ir *ir, int32_t fn) {
-  if (!ir) return CUTE_E_STATE;
-  if (ir->err_code) return ir->err_code;
-  if (fn <= 0 || fn >= ir->nfuncs) return ir_fail(ir, CUTE_E_ARG, "func_select: no function %d", fn);
-  ir->cur = fn;
-  return 0;
-}
-int32_t cute_ir_func_count(cute_ir *ir) { return ir ? ir->nfuncs - 1 : 0; }
-const char *cute_ir_func_name(cute_ir *ir, int32_t fn) {
-  return ir && fn > 0 && fn < ir->nfuncs ? ir_strget(ir, ir->funcs[fn].name) : NULL;
-}
-
-int32_t cute_ir_param(cute_ir *ir, int32_t type, const char *name, int flags, int align) {
-  if (!ir || ir->err_code) return 0;
-  ir_func *f = ir_curf(ir);
-  if (!f) { ir_fail(ir, CUTE_E_STATE, "param: no current function"); return 0; }
-  if (f->ninst != f->nparams + 1) {
-    ir_fail(ir, CUTE_E_STATE, "param: parameters must come before the first instruction of %s",
-            ir_strget(ir, f->name));
-    return 0;
-  }
-  if (!ir_type_valid(ir, type) || type == CUTE_T_VOID) {
-    ir_fail(ir, CUTE_E_ARG, "param %d of %s: bad type", f->nparams, ir_strget(ir, f->name));
-    return 0;
-  }
-  if ((flags & ~3) || align < 0 || (align & (align - 1)) || align > 4096 ||
-      ((flags || align) && ir->types[type].kind != CUTE_T_PTR)) {
-    ir_fail(ir, CUTE_E_ARG, "param %d of %s: noalias/readonly/align need a pointer and align a power of two",
-            f->nparams, ir_strget(ir, f->name));
-    return 0;
-  }
-  int32_t nm = name && *name ? ir_str(ir, name, strlen(name)) : 0;
-  int32_t r = ir_emit(ir, IR_PARAM, type, 0, NULL, nm, (int64_t)flags | ((int64_t)align << 8));
-  if (r) f->nparams++;
-  return r;
-}
-
-int cute_ir_launch_bounds(cute_ir *ir, int max_threads, int min_blocks) {
-  if (!ir) return CUTE_E_STATE;
-  if (ir->err_code) return ir->err_code;
-  ir_func *f = ir_curf(ir);
-  if (!f || f->kind != CUTE_FN_KERNEL)
-    return ir_fail(ir, CUTE_E_STATE, "launch_bounds: the current function is not a kernel");
-  if (max_threads < 0 || max_threads > 1024 || min_blocks < 0 || min_blocks > 64)
-    return ir_fail(ir, CUTE_E_ARG, "launch_bounds(%d, %d): out of range (max threads 1..1024)",
-                   max_threads, min_blocks);
-  f->maxntid = max_threads;
-  f->minctasm = min_blocks;
-  return 0;
-}
-
-int cute_ir_dyn_smem(cute_ir *ir, int bytes) {
-  if (!ir) return CUTE_E_STATE;
-  if (ir->err_code) return ir->err_code;
-  ir_func *f = ir_curf(ir);
-  if (!f || f->kind != CUTE_FN_KERNEL)
-    return ir_fail(ir, CUTE_E_STATE, "dyn_smem: the current function is not a kernel");
-  if (bytes < 0 || bytes > 256 * 1024)
-    return ir_fail(ir, CUTE_E_ARG, "dyn_smem(%d): out of range (0..262144)", bytes);
-  f->dynsmem = bytes;
-  return 0;
-}
-
 /* ---- instructions ---------------------------------------------------------------------- */
 int32_t ir_vtype(const ir_func *f, int32_t ref) {
   if (ref > 0 && ref < f->ninst) return f->inst[ref].type;
@@ -636,206 +467,6 @@ const char *ir_locstr(cute_ir *ir, const ir_inst *in, char *buf, size_t cap) {
   if (!in || !in->file) { if (cap) buf[0] = 0; return buf; }
   snprintf(buf, cap, "%s:%d: ", ir_strget(ir, in->file), in->line);
   return buf;
-}
-
-int32_t ir_emit(cute_ir *ir, int op, int32_t type, int nargs, const int32_t *args, int64_t imm,
-                int64_t imm2) {
-  if (!ir || ir->err_code) return 0;
-  ir_func *f = ir_curf(ir);
-  char lb[256];
-#define LB() (ir->loc_file ? (snprintf(lb, sizeof lb, "%s:%d: ", ir_strget(ir, ir->loc_file), ir->loc_line), lb) : "")
-  if (op < 0 || op >= IR_NOPS) { ir_fail(ir, CUTE_E_ARG, "%sop: bad opcode %d", LB(), op); return 0; }
-  const ir_opinfo *oi = &ir_ops[op];
-  if (!f) { ir_fail(ir, CUTE_E_STATE, "%s%s: no current function", LB(), oi->name); return 0; }
-  if (nargs < oi->min_args || nargs > oi->max_args || (nargs && !args)) {
-    ir_fail(ir, CUTE_E_ARG, "%s%s: takes %d..%d operands, got %d", LB(), oi->name, oi->min_args,
-            oi->max_args, nargs);
-    return 0;
-  }
-  for (int i = 0; i < nargs; i++) {
-    int32_t a = args[i];
-    if (a == 0 || a >= f->ninst || -a >= f->ncst) {
-      ir_fail(ir, CUTE_E_ARG, "%s%s: operand %d is not a value of function %s (ref %d)", LB(),
-              oi->name, i + 1, ir_strget(ir, f->name), a);
-      return 0;
-    }
-  }
-  if (op == IR_PARAM && f->ninst != f->nparams + 1) {
-    ir_fail(ir, CUTE_E_STATE, "%sparam: after the first instruction", LB());
-    return 0;
-  }
-  if (type == 0) {
-    type = ir_infer_type(ir, f, op, nargs, args, imm, imm2);
-    if (ir->err_code) return 0;
-  }
-  if (!ir_type_valid(ir, type)) {
-    ir_fail(ir, CUTE_E_ARG, "%s%s: bad result type %d", LB(), oi->name, type);
-    return 0;
-  }
-  if (f->ninst >= f->capinst) {
-    int32_t nc = f->capinst ? f->capinst * 2 : 64;
-    ir_inst *p = realloc(f->inst, sizeof *p * (size_t)nc);
-    if (!p) { ir_fail(ir, CUTE_E_NOMEM, "out of memory"); return 0; }
-    f->inst = p;
-    f->capinst = nc;
-  }
-  if (f->npool + nargs > f->cappool) {
-    int32_t nc = f->cappool ? f->cappool * 2 : 128;
-    while (nc < f->npool + nargs) nc *= 2;
-    int32_t *p = realloc(f->pool, sizeof *p * (size_t)nc);
-    if (!p) { ir_fail(ir, CUTE_E_NOMEM, "out of memory"); return 0; }
-    f->pool = p;
-    f->cappool = nc;
-  }
-  int32_t ref = f->ninst;
-  ir_inst *in = &f->inst[ref];
-  memset(in, 0, sizeof *in);
-  in->op = (uint16_t)op;
-  in->nargs = (uint16_t)nargs;
-  in->type = type;
-  in->args = f->npool;
-  in->region = f->scope.n ? f->scope.s[f->scope.n - 1].cur : 0;
-  in->file = ir->loc_file;
-  in->line = ir->loc_line;
-  in->imm = imm;
-  in->imm2 = imm2;
-  if (nargs) memcpy(f->pool + f->npool, args, sizeof *args * (size_t)nargs);
-  f->ninst++;
-  f->npool += nargs;
-  char msg[768];
-  if (ir->checks && ir_check_inst(ir, f, ref, &f->scope, msg, sizeof msg)) {
-    f->ninst--;
-    f->npool -= nargs;
-    ir_fail(ir, CUTE_E_VERIFY, "%s%s", LB(), msg);
-    return 0;
-  }
-  if (ir_scope_step(ir, f, ref, &f->scope, msg, sizeof msg)) {
-    f->ninst--;
-    f->npool -= nargs;
-    ir_fail(ir, CUTE_E_VERIFY, "%s%s", LB(), msg);
-    return 0;
-  }
-  return ref;
-#undef LB
-}
-
-int32_t cute_ir_op(cute_ir *ir, int op, int32_t type, int nargs, const int32_t *args, int64_t imm,
-                   int64_t imm2) {
-  if (op == IR_PARAM) {
-    if (ir) ir_fail(ir, CUTE_E_ARG, "op: use cute_ir_param for parameters");
-    return 0;
-  }
-  return ir_emit(ir, op, type, nargs, args, imm, imm2);
-}
-int32_t cute_ir_op1(cute_ir *ir, int op, int32_t a) { return cute_ir_op(ir, op, 0, 1, &a, 0, 0); }
-int32_t cute_ir_op2(cute_ir *ir, int op, int32_t a, int32_t b) {
-  int32_t v[2] = {a, b};
-  return cute_ir_op(ir, op, 0, 2, v, 0, 0);
-}
-int32_t cute_ir_op3(cute_ir *ir, int op, int32_t a, int32_t b, int32_t c) {
-  int32_t v[3] = {a, b, c};
-  return cute_ir_op(ir, op, 0, 3, v, 0, 0);
-}
-int32_t cute_ir_cvt(cute_ir *ir, int32_t type, int32_t a, int rnd) {
-  return ir_emit(ir, IR_CVT, type ? type : -1, 1, &a, rnd, 0);
-}
-int32_t cute_ir_load(cute_ir *ir, int32_t ptr, int hint, int align) {
-  return ir_emit(ir, IR_LOAD, 0, 1, &ptr, hint, align);
-}
-int32_t cute_ir_store(cute_ir *ir, int32_t ptr, int32_t val, int hint, int align) {
-  int32_t v[2] = {ptr, val};
-  return ir_emit(ir, IR_STORE, CUTE_T_VOID, 2, v, hint, align);
-}
-int32_t cute_ir_gep(cute_ir *ir, int32_t ptr, int32_t index) {
-  int32_t v[2] = {ptr, index};
-  return ir_emit(ir, IR_GEP, 0, 2, v, 0, 0);
-}
-int32_t cute_ir_sreg(cute_ir *ir, int reg) { return ir_emit(ir, IR_SREG, 0, 0, NULL, reg, 0); }
-int32_t cute_ir_math(cute_ir *ir, int op, int32_t a, int fast) {
-  return ir_emit(ir, op, 0, 1, &a, fast, 0);
-}
-int32_t cute_ir_var(cute_ir *ir, int32_t type, int32_t init) {
-  if (!type && ir && !ir->err_code && init) { ir_func *f = ir_curf(ir); if (f) type = ir_vtype(f, init); }
-  return ir_emit(ir, IR_VAR, type ? type : -1, init ? 1 : 0, &init, 0, 0);
-}
-int32_t cute_ir_vget(cute_ir *ir, int32_t var) { return ir_emit(ir, IR_VGET, 0, 1, &var, 0, 0); }
-int32_t cute_ir_vset(cute_ir *ir, int32_t var, int32_t val) {
-  int32_t v[2] = {var, val};
-  return ir_emit(ir, IR_VSET, CUTE_T_VOID, 2, v, 0, 0);
-}
-int32_t cute_ir_shared(cute_ir *ir, int32_t elem, int64_t count, int align) {
-  if (!ir || ir->err_code) return 0;
-  int32_t pt = cute_ir_t_ptr(ir, elem, CUTE_AS_SHARED);
-  return pt ? ir_emit(ir, IR_SHARED, pt, 0, NULL, count, align) : 0;
-}
-int32_t cute_ir_dyn_shared(cute_ir *ir, int32_t elem, int align) {
-  if (!ir || ir->err_code) return 0;
-  int32_t pt = cute_ir_t_ptr(ir, elem, CUTE_AS_SHARED);
-  return pt ? ir_emit(ir, IR_DYNSHARED, pt, 0, NULL, 0, align) : 0;
-}
-int32_t cute_ir_local(cute_ir *ir, int32_t elem, int64_t count, int align) {
-  if (!ir || ir->err_code) return 0;
-  int32_t pt = cute_ir_t_ptr(ir, elem, CUTE_AS_LOCAL);
-  return pt ? ir_emit(ir, IR_LOCAL, pt, 0, NULL, count, align) : 0;
-}
-int32_t cute_ir_barrier(cute_ir *ir, int id, int nthreads) {
-  return ir_emit(ir, IR_BAR, CUTE_T_VOID, 0, NULL, id, nthreads);
-}
-int32_t cute_ir_fence(cute_ir *ir, int scope) {
-  return ir_emit(ir, IR_FENCE, CUTE_T_VOID, 0, NULL, scope, 0);
-}
-int32_t cute_ir_shfl(cute_ir *ir, int mode, int32_t val, int32_t lane, int32_t mask, int width) {
-  int32_t v[3] = {val, lane, mask};
-  return ir_emit(ir, IR_SHFL, 0, 3, v, mode, width ? width : 32);
-}
-int32_t cute_ir_vote(cute_ir *ir, int mode, int32_t mask, int32_t pred) {
-  int32_t v[2] = {mask, pred};
-  return ir_emit(ir, IR_VOTE, 0, 2, v, mode, 0);
-}
-int32_t cute_ir_atom(cute_ir *ir, int aop, int32_t ptr, int32_t val, int scope) {
-  int32_t v[2] = {ptr, val};
-  return ir_emit(ir, IR_ATOM, 0, 2, v, aop, scope);
-}
-int32_t cute_ir_cas(cute_ir *ir, int32_t ptr, int32_t cmp, int32_t val, int scope) {
-  int32_t v[3] = {ptr, cmp, val};
-  return ir_emit(ir, IR_CAS, 0, 3, v, scope, 0);
-}
-int32_t cute_ir_call(cute_ir *ir, int32_t fn, int nargs, const int32_t *args) {
-  if (!ir || ir->err_code) return 0;
-  if (fn <= 0 || fn >= ir->nfuncs) { ir_fail(ir, CUTE_E_ARG, "call: no function %d", fn); return 0; }
-  return ir_emit(ir, IR_CALL, ir->funcs[fn].ret, nargs, args, fn, 0);
-}
-int32_t cute_ir_printf(cute_ir *ir, const char *fmt, int nargs, const int32_t *args) {
-  if (!ir || ir->err_code) return 0;
-  int32_t s = ir_str(ir, fmt ? fmt : "", fmt ? strlen(fmt) : 0);
-  return ir_emit(ir, IR_PRINTF, CUTE_T_VOID, nargs, args, s, 0);
-}
-int32_t cute_ir_assert(cute_ir *ir, int32_t cond, const char *msg) {
-  if (!ir || ir->err_code) return 0;
-  int32_t s = ir_str(ir, msg ? msg : "", msg ? strlen(msg) : 0);
-  return ir_emit(ir, IR_ASSERT, CUTE_T_VOID, 1, &cond, s, 0);
-}
-int32_t cute_ir_asm(cute_ir *ir, int32_t type, const char *ptx, const char *constraints, int nargs,
-                    const int32_t *args) {
-  if (!ir || ir->err_code) return 0;
-  int32_t s = ir_str(ir, ptx ? ptx : "", ptx ? strlen(ptx) : 0);
-  int32_t c = ir_str(ir, constraints ? constraints : "", constraints ? strlen(constraints) : 0);
-  return ir_emit(ir, IR_ASM, type ? type : CUTE_T_VOID, nargs, args, s, c);
-}
-int32_t cute_ir_for(cute_ir *ir, int32_t lo, int32_t hi, int32_t step, int unroll) {
-  int32_t v[3] = {lo, hi, step};
-  return ir_emit(ir, IR_FOR, 0, 3, v, unroll, 0);
-}
-int32_t cute_ir_if(cute_ir *ir, int32_t cond, int32_t type) {
-  return ir_emit(ir, IR_IF, type ? type : CUTE_T_VOID, 1, &cond, 0, 0);
-}
-int32_t cute_ir_else(cute_ir *ir) { return ir_emit(ir, IR_ELSE, CUTE_T_VOID, 0, NULL, 0, 0); }
-int32_t cute_ir_while(cute_ir *ir) { return ir_emit(ir, IR_WHILE, CUTE_T_VOID, 0, NULL, 0, 0); }
-int32_t cute_ir_do(cute_ir *ir, int32_t cond) { return ir_emit(ir, IR_DO, CUTE_T_VOID, 1, &cond, 0, 0); }
-int32_t cute_ir_yield(cute_ir *ir, int32_t val) { return ir_emit(ir, IR_YIELD, CUTE_T_VOID, 1, &val, 0, 0); }
-int32_t cute_ir_end(cute_ir *ir) { return ir_emit(ir, IR_END, CUTE_T_VOID, 0, NULL, 0, 0); }
-int32_t cute_ir_ret(cute_ir *ir, int32_t val) {
-  return ir_emit(ir, IR_RET, CUTE_T_VOID, val ? 1 : 0, &val, 0, 0);
 }
 
 /* ---- inspection ------------------------------------------------------------------------- */
@@ -891,11 +522,3 @@ const char *cute_ir_space_name(int space) {
   return ir_space_names[space][0] ? ir_space_names[space] : NULL;
 }
 
-const char *cute_ir_print(cute_ir *ir) {
-  if (!ir) return "";
-  char *s = ir_print_all(ir);
-  if (!s) return "";
-  free(ir->printbuf);
-  ir->printbuf = s;
-  return s;
-}

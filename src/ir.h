@@ -18,7 +18,7 @@
 #define IR_HIDDEN __attribute__((visibility("hidden")))
 
 enum {
-#define IR_OPENUM(id, name, mn, mx, k1, k2, fl) IR_##id,
+#define IR_OPENUM(id, name, mn, mx, k1, k2, fl, rt) IR_##id,
   IROPDEF(IR_OPENUM)
 #undef IR_OPENUM
   IR_NOPS
@@ -33,8 +33,8 @@ enum {
 
 typedef struct ir_opinfo {
   const char *name;
-  int8_t min_args, max_args;
-  uint8_t k1, k2, flags;
+  int16_t min_args, max_args;
+  uint8_t k1, k2, flags, res;
 } ir_opinfo;
 extern const ir_opinfo ir_ops[IR_NOPS] IR_HIDDEN;
 
@@ -47,9 +47,9 @@ typedef struct ir_immkind {
 extern const ir_immkind ir_immk[IK_COUNT_] IR_HIDDEN;
 
 typedef struct ir_type {
-  uint8_t kind;  /* CUTE_T_* */
-  uint8_t n;     /* vector lanes / pointer address space */
-  int32_t elem;  /* element type (vector, pointer) */
+  int32_t kind;  /* CUTE_T_* */
+  int32_t n;     /* vector lanes / pointer address space / array length / bytes size */
+  int32_t elem;  /* element type (vector, pointer, array); bytes: alignment */
 } ir_type;
 
 typedef struct ir_inst {
@@ -118,7 +118,7 @@ struct cute_ir {
   int tname_i;
 };
 
-/* ir.c */
+/* ir.c (constants: ir_const.c) */
 IR_HIDDEN int32_t ir_str(cute_ir *ir, const char *s, size_t len);
 IR_HIDDEN const char *ir_strget(const cute_ir *ir, int32_t id);
 IR_HIDDEN int ir_fail(cute_ir *ir, int code, const char *fmt, ...)
@@ -141,6 +141,7 @@ IR_HIDDEN int64_t ir_float_bits(int32_t t, double v);
 IR_HIDDEN int32_t ir_const_bits(cute_ir *ir, int32_t t, int64_t bits);
 IR_HIDDEN int32_t ir_vtype(const ir_func *f, int32_t ref);
 IR_HIDDEN const char *ir_locstr(cute_ir *ir, const ir_inst *in, char *buf, size_t cap);
+/* ir_build.c: append an instruction to the current function (checks, scope) */
 IR_HIDDEN int32_t ir_emit(cute_ir *ir, int op, int32_t type, int nargs, const int32_t *args,
                           int64_t imm, int64_t imm2);
 static inline ir_func *ir_curf(cute_ir *ir) {

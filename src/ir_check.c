@@ -2,43 +2,12 @@
  * The builder runs the same checks as each instruction is appended; the
  * verifier replays them over whole functions (IR built with checks off, or
  * parsed) and adds the end-of-function checks (terminators, open regions). */
-#include "ir.h"
+#include "ir_check.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-void ir_fmt_ref(cute_ir *ir, ir_func *f, int32_t ref, char *buf, size_t cap) {
-  if (ref > 0) {
-    snprintf(buf, cap, "%%%d", ref);
-  } else if (ref < 0 && -ref < f->ncst) {
-    ir_const *c = &f->cst[-ref];
-    if (ir_scalar_class(c->type) == 3)
-      snprintf(buf, cap, "%.9g:%s", ir_const_as_double(c->type, c->bits), ir_type_str(ir, c->type));
-    else if (c->type == CUTE_T_U64)
-      snprintf(buf, cap, "%llu:u64", (unsigned long long)c->bits);
-    else
-      snprintf(buf, cap, "%lld:%s", (long long)c->bits, ir_type_str(ir, c->type));
-  } else {
-    snprintf(buf, cap, "?%d", ref);
-  }
-}
-
-static int32_t ptr_elem(const cute_ir *ir, int32_t t, int *space) {
-  if (!ir_type_valid(ir, t) || ir->types[t].kind != CUTE_T_PTR) return 0;
-  if (space) *space = ir->types[t].n;
-  return ir->types[t].elem;
-}
-
-static int is_kind(const cute_ir *ir, int32_t t, int kind) {
-  return ir_type_valid(ir, t) && ir->types[t].kind == kind;
-}
-
-static int is_scalar_num(int32_t t) {
-  int c = ir_scalar_class(t);
-  return c >= 1 && c <= 3;
-}
 
 /* ":<line>: " of the builder's current location (one static buffer: error paths only) */
 static const char *loc_line(cute_ir *ir) {
@@ -47,185 +16,96 @@ static const char *loc_line(cute_ir *ir) {
   return b;
 }
 
-int32_t ir_infer_type(cute_ir *ir, ir_func *f, int op, int nargs, const int32_t *args, int64_t imm,
-                      int64_t imm2) {
-  int32_t t0 = nargs > 0 ? ir_vtype(f, args[0]) : 0;
+/* result type of op for the builder when none is given: the RT_* column of
+   src/irdef.h, and one line per op with a rule of its own (RT_FN) */
+static int32_t infer_fn(cute_ir *ir, int op, int nargs, int32_t t0, int64_t imm) {
   switch (op) {
-  case IR_FOR: case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: case IR_REM: case IR_MIN:
-  case IR_MAX: case IR_MULHI: case IR_AND: case IR_OR: case IR_XOR: case IR_SHL: case IR_SHR:
-  case IR_NEG: case IR_ABS: case IR_NOT: case IR_FMA: case IR_SQRT: case IR_RSQRT: case IR_RCP:
-  case IR_EXP: case IR_EXP2: case IR_LOG: case IR_LOG2: case IR_SIN: case IR_COS: case IR_TANH:
-  case IR_ERF: case IR_POW: case IR_FLOOR: case IR_CEIL: case IR_TRUNC: case IR_ROUND:
-  case IR_BREV: case IR_GEP: case IR_SHFL: case IR_VGET: case IR_INSERT:
-    return t0;
-  case IR_SELECT: return nargs > 1 ? ir_vtype(f, args[1]) : 0;
-  case IR_POPC: case IR_CLZ: case IR_PRMT: return CUTE_T_U32;
-  case IR_EQ: case IR_NE: case IR_LT: case IR_LE: case IR_GT: case IR_GE: case IR_ISNAN:
-    return CUTE_T_I1;
-  case IR_LOAD: case IR_ATOM: case IR_CAS: { int32_t e = ptr_elem(ir, t0, NULL); return e ? e : t0; }
-  case IR_EXTRACT: return is_kind(ir, t0, CUTE_T_VEC) ? ir->types[t0].elem : t0;
-  case IR_VEC:
-    if (nargs >= 2 && is_scalar_num(t0) && (nargs == 2 || nargs == 4 || nargs == 8))
-      return cute_ir_t_vec(ir, t0, nargs);
-    ir_fail(ir, CUTE_E_ARG, "%s%svec: give the vector type explicitly (%d operands)", ir_strget(ir, ir->loc_file),
-            ir->loc_file ? loc_line(ir) : "", nargs);
-    return 0;
+  case IR_VEC: return is_scalar_num(t0) && (nargs == 2 || nargs == 4 || nargs == 8) ? cute_ir_t_vec(ir, t0, nargs) : 0;
   case IR_SREG: return imm == CUTE_SREG_CLOCK64 || imm == CUTE_SREG_GLOBALTIMER ? CUTE_T_U64 : CUTE_T_U32;
   case IR_VOTE: return imm == CUTE_VOTE_BALLOT ? CUTE_T_U32 : CUTE_T_I1;
   case IR_CALL: return imm > 0 && imm < ir->nfuncs ? ir->funcs[imm].ret : CUTE_T_VOID;
-  default:
-    if (!(ir_ops[op].flags & OF_RES)) return CUTE_T_VOID;
-    ir_fail(ir, CUTE_E_ARG, "%s%s%s: needs an explicit result type", ir_strget(ir, ir->loc_file),
-            ir->loc_file ? loc_line(ir) : "", ir_ops[op].name);
-    return 0;
-  }
-}
-
-/* ---- per-instruction checks ----------------------------------------------------- */
-typedef struct chk {
-  cute_ir *ir;
-  ir_func *f;
-  int32_t ref;
-  ir_inst *in;
-  const int32_t *a;
-  char *msg;
-  size_t cap;
-} chk;
-
-/* "op: <what> (%1: i32, %2: f32)" */
-static int bad(chk *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int bad(chk *c, const char *fmt, ...) {
-  ir_buf b = {0};
-  char tmp[400];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(tmp, sizeof tmp, fmt, ap);
-  va_end(ap);
-  ir_buf_printf(&b, "%s: %s", ir_ops[c->in->op].name, tmp);
-  if (c->in->nargs) {
-    ir_buf_puts(&b, " (");
-    for (int i = 0; i < c->in->nargs; i++) {
-      char r[96];
-      ir_fmt_ref(c->ir, c->f, c->a[i], r, sizeof r);
-      ir_buf_printf(&b, "%s%s", i ? ", " : "", r);
-      if (c->a[i] > 0) ir_buf_printf(&b, ": %s", ir_type_str(c->ir, ir_vtype(c->f, c->a[i])));
-    }
-    ir_buf_puts(&b, ")");
-  }
-  snprintf(c->msg, c->cap, "%s", b.p ? b.p : "error");
-  free(b.p);
-  return 1;
-}
-
-#define T(i) ir_vtype(c->f, c->a[i])
-#define TS(t) ir_type_str(c->ir, (t))
-
-static int same_args(chk *c, int from, int to) {
-  for (int i = from + 1; i <= to; i++)
-    if (T(i) != T(from)) return bad(c, "operand types differ");
-  return 0;
-}
-
-static const ir_open *innermost_loop(const ir_func *f, const ir_scope *sc) {
-  for (int i = sc->n - 1; i >= 0; i--) {
-    int op = f->inst[sc->s[i].opener].op;
-    if (op == IR_FOR) return &sc->s[i];
-    if (op == IR_WHILE && sc->s[i].cur != sc->s[i].opener) return &sc->s[i];
-  }
-  return NULL;
-}
-
-static int valid_hint(int op, int64_t h) {
-  if (op == IR_LOAD) return h == CUTE_HINT_NONE || (h >= CUTE_HINT_NC && h <= CUTE_HINT_CV) || h == CUTE_HINT_VOLATILE;
-  return h == CUTE_HINT_NONE || h == CUTE_HINT_CS || h == CUTE_HINT_CG || h == CUTE_HINT_WB ||
-         h == CUTE_HINT_WT || h == CUTE_HINT_VOLATILE;
-}
-
-/* Does a value of type t fit the NVPTX inline-asm constraint letter k?
-   (LLVM aborts on some mismatches, so they are verifier errors.) */
-static int asm_fits(const cute_ir *ir, char k, int32_t t) {
-  int size = ir_tsize(ir, t), ptr = is_kind(ir, t, CUTE_T_PTR);
-  switch (k) {
-  case 'h': return t == CUTE_T_I16 || t == CUTE_T_U16 || t == CUTE_T_F16 || t == CUTE_T_BF16;
-  case 'r': return size == 4 && !ptr && t != CUTE_T_I1;
-  case 'l': return t == CUTE_T_I64 || t == CUTE_T_U64 || ptr;
-  case 'f': return t == CUTE_T_F32;
-  case 'd': return t == CUTE_T_F64;
-  case 'b': return t == CUTE_T_I1;
-  case 'n': return is_scalar_num(t) && ir_scalar_class(t) != 3;
+  case IR_PARAMADDR: return ir_type_get(ir, CUTE_T_PTR, CUTE_AS_GENERIC, CUTE_T_U8);
   default: return 0;
   }
 }
 
-/* asm: constraints "=r,=r,r,l,n,~{memory}" (outputs first, one letter each:
-   h r l f d b n), outputs matching the result, inputs matching the operands,
-   and $N / ${N} / ${N:mod} / $$ in the template referring to existing operands. */
-static int check_asm(chk *c) {
-  cute_ir *ir = c->ir;
-  ir_inst *in = c->in;
-  const char *tmpl = ir_strget(ir, (int32_t)in->imm), *cons = ir_strget(ir, (int32_t)in->imm2);
-  int32_t t = in->type;
-  if (!*tmpl) return bad(c, "empty PTX text");
-  char letters[64];
-  int nout = 0, nin = 0, n = 0;
-  const char *p = cons;
-  while (*p) {
-    const char *e = strchr(p, ',');
-    size_t len = e ? (size_t)(e - p) : strlen(p);
-    if (len >= 3 && p[0] == '~' && p[1] == '{' && p[len - 1] == '}') {
-      /* clobber */
-    } else {
-      int out = len == 2 && p[0] == '=';
-      char k = out ? p[1] : p[0];
-      if ((len != 1 && !out) || !strchr("hrlfdbn", k) || (out && k == 'n'))
-        return bad(c, "bad constraint '%.*s' in \"%s\" (use =h =r =l =f =d =b outputs, h r l f d b n inputs, ~{memory})",
-                   (int)len, p, cons);
-      if (out && nin) return bad(c, "outputs must come before inputs in \"%s\"", cons);
-      if (n >= 60) return bad(c, "too many operands");
-      letters[n++] = k;
-      if (out) nout++;
-      else nin++;
-    }
-    if (!e) break;
-    p = e + 1;
-    if (!*p) return bad(c, "empty constraint in \"%s\"", cons);
+int32_t ir_infer_type(cute_ir *ir, ir_func *f, int op, int nargs, const int32_t *args, int64_t imm,
+                      int64_t imm2) {
+  int32_t t0 = nargs > 0 ? ir_vtype(f, args[0]) : 0, r = 0;
+  switch (ir_ops[op].res) {
+  case RT_A0: return t0;
+  case RT_A1: return nargs > 1 ? ir_vtype(f, args[1]) : 0;
+  case RT_I1: return CUTE_T_I1;
+  case RT_U32: return CUTE_T_U32;
+  case RT_PELEM: r = ptr_elem(ir, t0, NULL); return r ? r : t0;
+  case RT_ELEM: return is_kind(ir, t0, CUTE_T_VEC) || is_kind(ir, t0, CUTE_T_ARR) ? ir->types[t0].elem : t0;
+  case RT_FN: r = infer_fn(ir, op, nargs, t0, imm); break;
+  default: if (!(ir_ops[op].flags & OF_RES)) return CUTE_T_VOID; break;
   }
-  if (nin != in->nargs) return bad(c, "\"%s\" has %d inputs for %d operands", cons, nin, in->nargs);
-  int vec = t != CUTE_T_VOID && is_kind(ir, t, CUTE_T_VEC) && nout > 1;
-  if (t == CUTE_T_VOID ? nout != 0 : vec ? nout != ir->types[t].n : nout != 1)
-    return bad(c, "\"%s\" has %d outputs for a %s result", cons, nout, TS(t));
-  for (int i = 0; i < nout; i++) {
-    int32_t ot = vec ? ir->types[t].elem : t;
-    if (!asm_fits(ir, letters[i], ot)) return bad(c, "output %d: '%c' does not hold %s", i, letters[i], TS(ot));
-  }
-  for (int i = 0; i < nin; i++) {
-    int32_t at = T(i);
-    if (!asm_fits(ir, letters[nout + i], at)) return bad(c, "operand %d: '%c' does not hold %s", i + 1, letters[nout + i], TS(at));
-    if (letters[nout + i] == 'n' && c->a[i] >= 0) return bad(c, "operand %d: 'n' needs a constant", i + 1);
-  }
-  for (const char *q = tmpl; *q; q++) {
-    if (*q != '$') continue;
-    q++;
-    if (*q == '$') continue;
-    int braces = *q == '{';
-    if (braces) q++;
-    if (*q < '0' || *q > '9') return bad(c, "bad $ in the PTX text (write $$ for a literal $)");
-    long k = 0;
-    while (*q >= '0' && *q <= '9' && k < 1000) k = k * 10 + (*q++ - '0');
-    if (braces) {
-      if (*q == ':') { q++; while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z')) q++; }
-      if (*q != '}') return bad(c, "bad ${...} in the PTX text");
-    } else {
-      q--;
-    }
-    if (k >= n) return bad(c, "$%ld in the PTX text, but there are %d operands", k, n);
-  }
+  if (r || ir->err_code) return r;
+  ir_fail(ir, CUTE_E_ARG, "%s%s%s: %s", ir_strget(ir, ir->loc_file), ir->loc_file ? loc_line(ir) : "",
+          ir_ops[op].name, op == IR_VEC ? "give the vector or fragment type explicitly" : "needs an explicit result type");
   return 0;
+}
+
+/* ---- the table of contents: one line per op (families: ir_check_*.c) ---------- */
+static int check_op(chk *c) {
+  switch (c->in->op) {
+  case IR_PARAM: return chk_param(c);
+  case IR_FOR: return chk_for(c);
+  case IR_IF: return chk_if(c);
+  case IR_DO: return chk_do(c);
+  case IR_ELSE: case IR_WHILE: case IR_END: return chk_marker(c);
+  case IR_YIELD: return chk_yield(c);
+  case IR_BREAK: case IR_CONTINUE: return chk_loop_exit(c);
+  case IR_RET: return chk_ret(c);
+  case IR_CALL: return chk_call(c);
+  case IR_VAR: return chk_var(c);
+  case IR_VGET: case IR_VSET: return chk_var_access(c);
+  case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: case IR_REM: case IR_MIN: case IR_MAX: return chk_arith(c);
+  case IR_MULHI: return chk_mulhi(c);
+  case IR_AND: case IR_OR: case IR_XOR: return chk_logic(c);
+  case IR_SHL: case IR_SHR: return chk_shift(c);
+  case IR_NEG: return chk_neg(c);
+  case IR_ABS: return chk_abs(c);
+  case IR_NOT: return chk_not(c);
+  case IR_FMA: return chk_fma(c);
+  case IR_EQ: case IR_NE: case IR_LT: case IR_LE: case IR_GT: case IR_GE: return chk_cmp(c);
+  case IR_ISNAN: return chk_isnan(c);
+  case IR_SELECT: return chk_select(c);
+  case IR_CVT: return chk_cvt(c);
+  case IR_BITCAST: return chk_bitcast(c);
+  case IR_PTRCAST: return chk_ptrcast(c);
+  case IR_SQRT: case IR_RSQRT: case IR_RCP: case IR_EXP: case IR_EXP2: case IR_LOG: case IR_LOG2:
+  case IR_SIN: case IR_COS: case IR_TANH: case IR_ERF: case IR_POW: return chk_math(c);
+  case IR_FLOOR: case IR_CEIL: case IR_TRUNC: case IR_ROUND: return chk_round(c);
+  case IR_POPC: case IR_CLZ: return chk_count_bits(c);
+  case IR_BREV: return chk_brev(c);
+  case IR_PRMT: return chk_prmt(c);
+  case IR_EXTRACT: return chk_extract(c);
+  case IR_INSERT: return chk_insert(c);
+  case IR_VEC: return chk_vec(c);
+  case IR_PARAMADDR: return chk_param_addr(c);
+  case IR_LOAD: case IR_STORE: return chk_access(c);
+  case IR_GEP: return chk_gep(c);
+  case IR_SHARED: case IR_DYNSHARED: case IR_LOCAL: return chk_alloc(c);
+  case IR_SREG: return chk_sreg(c);
+  case IR_BAR: return chk_bar(c);
+  case IR_FENCE: return chk_fence(c);
+  case IR_SHFL: return chk_shfl(c);
+  case IR_VOTE: return chk_vote(c);
+  case IR_ATOM: case IR_CAS: return chk_atom(c);
+  case IR_PRINTF: return chk_printf(c);
+  case IR_ASSERT: return chk_assert(c);
+  case IR_ASM: return chk_asm(c);
+  case IR_TRAP: return chk_none(c);
+  default: return 0;
+  }
 }
 
 int ir_check_inst(cute_ir *ir, ir_func *f, int32_t ref, ir_scope *sc, char *msg, size_t cap) {
   ir_inst *in = &f->inst[ref];
-  chk cc = {ir, f, ref, in, ir_args(f, in), msg, cap}, *c = &cc;
+  chk cc = {ir, f, ref, in, ir_args(f, in), msg, cap, sc}, *c = &cc;
   const int32_t *a = cc.a;
   int n = in->nargs;
   int32_t t = in->type;
@@ -260,281 +140,10 @@ int ir_check_inst(cute_ir *ir, ir_func *f, int32_t ref, ir_scope *sc, char *msg,
       return bad(c, "the result %%%d of an if is used before the if ends", v);
     if (d->op == IR_VAR && !((in->op == IR_VGET || in->op == IR_VSET) && i == 0))
       return bad(c, "variable %%%d used as a value (use vget)", v);
+    if (is_kind(ir, d->type, CUTE_T_BYTES) && in->op != IR_PARAMADDR)
+      return bad(c, "operand %d (%%%d, %s) is a by-value parameter: take its address with param.addr", i + 1, v, TS(d->type));
   }
-  int sp = 0;
-  switch (in->op) {
-  case IR_PARAM:
-    if (ref > f->nparams && f->nparams != ref - 1) return bad(c, "parameters must come first");
-    return 0;
-  case IR_FOR:
-    if (!ir_is_int(ir, T(0)) || is_kind(ir, T(0), CUTE_T_VEC)) return bad(c, "bounds must be scalar integers");
-    if (same_args(c, 0, 2)) return 1;
-    if (t != T(0)) return bad(c, "result type %s differs from the bounds' type", TS(t));
-    if (in->imm < -2) return bad(c, "bad unroll hint %lld", (long long)in->imm);
-    return 0;
-  case IR_IF:
-    if (T(0) != CUTE_T_I1) return bad(c, "condition must be i1");
-    if (t != CUTE_T_VOID && is_kind(ir, t, CUTE_T_PTR) == 0 && ir_tsize(ir, t) == 0) return bad(c, "bad result type");
-    return 0;
-  case IR_DO:
-    if (T(0) != CUTE_T_I1) return bad(c, "condition must be i1");
-    return 0;
-  case IR_ELSE: case IR_WHILE: case IR_END:
-    if (t != CUTE_T_VOID) return bad(c, "has no result");
-    return 0;
-  case IR_YIELD: {
-    const ir_open *top = sc->n ? &sc->s[sc->n - 1] : NULL;
-    if (!top || f->inst[top->opener].op != IR_IF || f->inst[top->opener].type == CUTE_T_VOID)
-      return bad(c, "yield outside an if with a result");
-    if (T(0) != f->inst[top->opener].type)
-      return bad(c, "yields %s but the if (%%%d) has type %s", TS(T(0)), top->opener, TS(f->inst[top->opener].type));
-    return 0;
-  }
-  case IR_BREAK: case IR_CONTINUE:
-    if (!innermost_loop(f, sc)) return bad(c, "not inside a loop body");
-    return 0;
-  case IR_RET:
-    if (f->ret == CUTE_T_VOID && n) return bad(c, "function %s returns void", ir_strget(ir, f->name));
-    if (f->ret != CUTE_T_VOID && (!n || T(0) != f->ret))
-      return bad(c, "function %s returns %s", ir_strget(ir, f->name), TS(f->ret));
-    return 0;
-  case IR_CALL: {
-    if (in->imm <= 0 || in->imm >= ir->nfuncs) return bad(c, "no function %lld", (long long)in->imm);
-    ir_func *g = &ir->funcs[in->imm];
-    if (g->kind != CUTE_FN_DEVICE) return bad(c, "cannot call kernel %s", ir_strget(ir, g->name));
-    if (n != g->nparams) return bad(c, "%s takes %d arguments, got %d", ir_strget(ir, g->name), g->nparams, n);
-    for (int i = 0; i < n; i++)
-      if (T(i) != g->inst[i + 1].type)
-        return bad(c, "argument %d of %s must be %s", i + 1, ir_strget(ir, g->name), TS(g->inst[i + 1].type));
-    if (t != g->ret) return bad(c, "result type must be %s", TS(g->ret));
-    return 0;
-  }
-  case IR_VAR:
-    if (t == CUTE_T_VOID) return bad(c, "variable needs a type");
-    if (n && T(0) != t) return bad(c, "initial value is not %s", TS(t));
-    return 0;
-  case IR_VGET: case IR_VSET:
-    if (a[0] <= 0 || f->inst[a[0]].op != IR_VAR) return bad(c, "first operand is not a variable");
-    if (in->op == IR_VGET && t != f->inst[a[0]].type) return bad(c, "result type must be %s", TS(f->inst[a[0]].type));
-    if (in->op == IR_VSET && T(1) != f->inst[a[0]].type)
-      return bad(c, "type mismatch: variable %%%d is %s", a[0], TS(f->inst[a[0]].type));
-    return 0;
-  case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: case IR_REM: case IR_MIN: case IR_MAX:
-    if (!ir_is_int(ir, T(0)) && !ir_is_float(ir, T(0))) return bad(c, "needs numbers");
-    if (same_args(c, 0, 1)) return 1;
-    break;
-  case IR_MULHI:
-    if (!ir_is_int(ir, T(0)) || is_kind(ir, T(0), CUTE_T_VEC) || ir_bits(T(0)) < 16) return bad(c, "needs 16..64-bit scalar integers");
-    if (same_args(c, 0, 1)) return 1;
-    break;
-  case IR_AND: case IR_OR: case IR_XOR:
-    if (!ir_is_int(ir, T(0)) && T(0) != CUTE_T_I1) return bad(c, "needs integers or i1");
-    if (same_args(c, 0, 1)) return 1;
-    break;
-  case IR_SHL: case IR_SHR:
-    if (!ir_is_int(ir, T(0))) return bad(c, "needs integers");
-    if (same_args(c, 0, 1)) return 1;
-    break;
-  case IR_NEG:
-    if (!ir_is_int(ir, T(0)) && !ir_is_float(ir, T(0))) return bad(c, "needs a number");
-    break;
-  case IR_ABS:
-    if (!ir_is_float(ir, T(0)) && !ir_is_signed(ir, T(0))) return bad(c, "needs a signed integer or a float");
-    break;
-  case IR_NOT:
-    if (!ir_is_int(ir, T(0)) && T(0) != CUTE_T_I1) return bad(c, "needs an integer or i1");
-    break;
-  case IR_FMA:
-    if (!ir_is_float(ir, T(0))) return bad(c, "needs floats");
-    if (same_args(c, 0, 2)) return 1;
-    break;
-  case IR_EQ: case IR_NE: case IR_LT: case IR_LE: case IR_GT: case IR_GE:
-    if (!is_scalar_num(T(0)) && !(T(0) == CUTE_T_I1 && (in->op == IR_EQ || in->op == IR_NE)) &&
-        !is_kind(ir, T(0), CUTE_T_PTR))
-      return bad(c, "needs scalar numbers");
-    if (same_args(c, 0, 1)) return 1;
-    if (t != CUTE_T_I1) return bad(c, "result must be i1");
-    return 0;
-  case IR_ISNAN:
-    if (!is_scalar_num(T(0)) || !ir_is_float(ir, T(0))) return bad(c, "needs a scalar float");
-    if (t != CUTE_T_I1) return bad(c, "result must be i1");
-    return 0;
-  case IR_SELECT:
-    if (T(0) != CUTE_T_I1) return bad(c, "condition must be i1");
-    if (same_args(c, 1, 2)) return 1;
-    if (t != T(1)) return bad(c, "result type %s differs from the operands'", TS(t));
-    return 0;
-  case IR_CVT: {
-    int32_t s = T(0);
-    int vs = is_kind(ir, s, CUTE_T_VEC), vt = is_kind(ir, t, CUTE_T_VEC);
-    if (vs != vt || (vs && ir->types[s].n != ir->types[t].n)) return bad(c, "cannot convert %s to %s", TS(s), TS(t));
-    int32_t ss = ir_scalar_of(ir, s), st = ir_scalar_of(ir, t);
-    if (!(is_scalar_num(ss) || ss == CUTE_T_I1) || !(is_scalar_num(st) || st == CUTE_T_I1))
-      return bad(c, "cannot convert %s to %s (use bitcast for pointers)", TS(s), TS(t));
-    if (in->imm < 0 || in->imm > CUTE_RND_RP) return bad(c, "bad rounding mode %lld", (long long)in->imm);
-    if (in->imm && (vs || st == CUTE_T_I1 || ss == CUTE_T_I1 || (ir_scalar_class(ss) != 3 && ir_scalar_class(st) != 3)))
-      return bad(c, "a rounding mode needs a scalar conversion to or from a float");
-    return 0;
-  }
-  case IR_BITCAST: {
-    int32_t s = T(0);
-    int ps = is_kind(ir, s, CUTE_T_PTR), pt = is_kind(ir, t, CUTE_T_PTR);
-    if (ps && pt) return bad(c, "use ptrcast between pointers");
-    if ((ps && t != CUTE_T_I64 && t != CUTE_T_U64) || (pt && s != CUTE_T_I64 && s != CUTE_T_U64))
-      return bad(c, "pointers bitcast to and from i64/u64 only");
-    if (s == CUTE_T_I1 || t == CUTE_T_I1 || t == CUTE_T_VOID || ir_tsize(ir, s) != ir_tsize(ir, t))
-      return bad(c, "cannot bitcast %s to %s (sizes differ)", TS(s), TS(t));
-    return 0;
-  }
-  case IR_PTRCAST: {
-    int ss = 0, ts = 0;
-    if (!ptr_elem(ir, T(0), &ss) || !ptr_elem(ir, t, &ts)) return bad(c, "needs pointers (%s -> %s)", TS(T(0)), TS(t));
-    if (ss != ts && ss != CUTE_AS_GENERIC && ts != CUTE_AS_GENERIC)
-      return bad(c, "wrong address space: cannot cast %s to %s (only to or from generic)", TS(T(0)), TS(t));
-    return 0;
-  }
-  case IR_SQRT: case IR_RSQRT: case IR_RCP: case IR_EXP: case IR_EXP2: case IR_LOG: case IR_LOG2:
-  case IR_SIN: case IR_COS: case IR_TANH: case IR_ERF: case IR_POW:
-    if (in->imm < 0 || in->imm > 1) return bad(c, "bad math mode %lld", (long long)in->imm);
-    /* fallthrough */
-  case IR_FLOOR: case IR_CEIL: case IR_TRUNC: case IR_ROUND:
-    if (!is_scalar_num(T(0)) || !ir_is_float(ir, T(0))) return bad(c, "needs a scalar float");
-    if (same_args(c, 0, n - 1)) return 1;
-    break;
-  case IR_POPC: case IR_CLZ:
-    if (!is_scalar_num(T(0)) || !ir_is_int(ir, T(0)) || ir_bits(T(0)) < 32) return bad(c, "needs a 32- or 64-bit integer");
-    if (t != CUTE_T_U32) return bad(c, "result must be u32");
-    return 0;
-  case IR_BREV:
-    if (!is_scalar_num(T(0)) || !ir_is_int(ir, T(0)) || ir_bits(T(0)) < 32) return bad(c, "needs a 32- or 64-bit integer");
-    break;
-  case IR_PRMT:
-    for (int i = 0; i < 3; i++)
-      if (T(i) != CUTE_T_U32 && T(i) != CUTE_T_I32) return bad(c, "needs 32-bit integers");
-    if (t != CUTE_T_U32) return bad(c, "result must be u32");
-    return 0;
-  case IR_EXTRACT:
-    if (!is_kind(ir, T(0), CUTE_T_VEC)) return bad(c, "needs a vector");
-    if (in->imm < 0 || in->imm >= ir->types[T(0)].n) return bad(c, "lane %lld out of range", (long long)in->imm);
-    if (t != ir->types[T(0)].elem) return bad(c, "result type must be %s", TS(ir->types[T(0)].elem));
-    return 0;
-  case IR_INSERT:
-    if (!is_kind(ir, T(0), CUTE_T_VEC)) return bad(c, "needs a vector");
-    if (in->imm < 0 || in->imm >= ir->types[T(0)].n) return bad(c, "lane %lld out of range", (long long)in->imm);
-    if (T(1) != ir->types[T(0)].elem) return bad(c, "value must be %s", TS(ir->types[T(0)].elem));
-    break;
-  case IR_VEC:
-    if (!is_kind(ir, t, CUTE_T_VEC)) return bad(c, "result must be a vector type");
-    if (n != 1 && n != ir->types[t].n) return bad(c, "%s needs %d lanes (or 1 to splat)", TS(t), ir->types[t].n);
-    for (int i = 0; i < n; i++)
-      if (T(i) != ir->types[t].elem) return bad(c, "lanes must be %s", TS(ir->types[t].elem));
-    return 0;
-  case IR_LOAD: case IR_STORE: {
-    int32_t e = ptr_elem(ir, T(0), &sp);
-    if (!e) return bad(c, "first operand must be a pointer");
-    if (in->op == IR_LOAD && t != e) return bad(c, "result type must be %s", TS(e));
-    if (in->op == IR_STORE && T(1) != e) return bad(c, "type mismatch: storing %s through %s", TS(T(1)), TS(T(0)));
-    if (in->op == IR_STORE && sp == CUTE_AS_CONST) return bad(c, "wrong address space: store to const memory");
-    if (!valid_hint(in->op, in->imm)) return bad(c, "bad cache hint %lld", (long long)in->imm);
-    if (in->imm == CUTE_HINT_NC && sp != CUTE_AS_GLOBAL) return bad(c, "wrong address space: .nc loads need a global pointer");
-    if (in->imm && in->imm != CUTE_HINT_VOLATILE && sp != CUTE_AS_GLOBAL && sp != CUTE_AS_GENERIC)
-      return bad(c, "wrong address space: cache hints need a global or generic pointer");
-    if (in->imm2 < 0 || in->imm2 > 256 || (in->imm2 & (in->imm2 - 1))) return bad(c, "bad alignment %lld", (long long)in->imm2);
-    return 0;
-  }
-  case IR_GEP:
-    if (!ptr_elem(ir, T(0), NULL)) return bad(c, "first operand must be a pointer");
-    if (!ir_is_int(ir, T(1)) || is_kind(ir, T(1), CUTE_T_VEC)) return bad(c, "index must be a scalar integer");
-    if (t != T(0)) return bad(c, "result type must be %s", TS(T(0)));
-    return 0;
-  case IR_SHARED: case IR_DYNSHARED: case IR_LOCAL: {
-    int want = in->op == IR_LOCAL ? CUTE_AS_LOCAL : CUTE_AS_SHARED;
-    int32_t e = ptr_elem(ir, t, &sp);
-    if (!e || sp != want) return bad(c, "wrong address space: result must be ptr.%s.T", want == CUTE_AS_LOCAL ? "local" : "shared");
-    if (in->op != IR_DYNSHARED && (in->imm <= 0 || in->imm * ir_tsize(ir, e) > (in->op == IR_LOCAL ? 512 * 1024 : 48 * 1024)))
-      return bad(c, "bad size: %lld x %s (static shared memory is at most 48 KiB: use dynshared beyond)",
-                 (long long)in->imm, TS(e));
-    if (in->imm2 < 0 || in->imm2 > 1024 || (in->imm2 & (in->imm2 - 1))) return bad(c, "bad alignment %lld", (long long)in->imm2);
-    return 0;
-  }
-  case IR_SREG:
-    if (in->imm < 0 || in->imm >= CUTE_SREG_COUNT_) return bad(c, "bad special register %lld", (long long)in->imm);
-    if (t != ((in->imm == CUTE_SREG_CLOCK64 || in->imm == CUTE_SREG_GLOBALTIMER) ? CUTE_T_U64 : CUTE_T_U32))
-      return bad(c, "wrong result type %s", TS(t));
-    return 0;
-  case IR_BAR:
-    if (in->imm < 0 || in->imm > 15) return bad(c, "barrier id %lld out of range 0..15", (long long)in->imm);
-    if (in->imm2 < 0 || in->imm2 > 1024 || in->imm2 % 32) return bad(c, "thread count %lld must be a multiple of 32", (long long)in->imm2);
-    return 0;
-  case IR_FENCE:
-    if (in->imm < 0 || in->imm > 2) return bad(c, "bad scope %lld", (long long)in->imm);
-    return 0;
-  case IR_SHFL: {
-    int32_t v = T(0);
-    int sz = ir_tsize(ir, v);
-    if ((sz != 4 && sz != 8) || is_kind(ir, v, CUTE_T_PTR)) return bad(c, "value must be 32 or 64 bits");
-    if (T(1) != CUTE_T_U32 && T(1) != CUTE_T_I32) return bad(c, "lane must be i32/u32");
-    if (T(2) != CUTE_T_U32 && T(2) != CUTE_T_I32) return bad(c, "mask must be i32/u32");
-    if (in->imm < 0 || in->imm > 3) return bad(c, "bad mode %lld", (long long)in->imm);
-    if (in->imm2 < 1 || in->imm2 > 32 || (in->imm2 & (in->imm2 - 1))) return bad(c, "width %lld must be a power of two <= 32", (long long)in->imm2);
-    break;
-  }
-  case IR_VOTE:
-    if (T(0) != CUTE_T_U32 && T(0) != CUTE_T_I32) return bad(c, "mask must be i32/u32");
-    if (T(1) != CUTE_T_I1) return bad(c, "predicate must be i1");
-    if (in->imm < 0 || in->imm > 3) return bad(c, "bad mode %lld", (long long)in->imm);
-    if (t != (in->imm == CUTE_VOTE_BALLOT ? CUTE_T_U32 : CUTE_T_I1)) return bad(c, "wrong result type");
-    return 0;
-  case IR_ATOM: case IR_CAS: {
-    int32_t e = ptr_elem(ir, T(0), &sp);
-    if (!e) return bad(c, "first operand must be a pointer");
-    if (sp != CUTE_AS_GLOBAL && sp != CUTE_AS_SHARED && sp != CUTE_AS_GENERIC)
-      return bad(c, "wrong address space: atomics need a global, shared or generic pointer");
-    for (int i = 1; i < n; i++)
-      if (T(i) != e) return bad(c, "type mismatch: operand %d is %s, memory is %s", i + 1, TS(T(i)), TS(e));
-    if (t != e) return bad(c, "result type must be %s", TS(e));
-    int64_t scope = in->op == IR_ATOM ? in->imm2 : in->imm;
-    if (scope < 0 || scope > 2) return bad(c, "bad scope %lld", (long long)scope);
-    int isint = ir_is_int(ir, e) && !is_kind(ir, e, CUTE_T_VEC), bits = ir_tsize(ir, e) * 8;
-    if (in->op == IR_CAS) {
-      if (!isint || (bits != 32 && bits != 64)) return bad(c, "needs a 32- or 64-bit integer");
-      return 0;
-    }
-    int ok = 0;
-    switch (in->imm) {
-    case CUTE_ATOM_ADD:
-      ok = (isint && (bits == 32 || bits == 64)) || e == CUTE_T_F32 || e == CUTE_T_F64 ||
-           (is_kind(ir, e, CUTE_T_VEC) && ir->types[e].n == 2 &&
-            (ir->types[e].elem == CUTE_T_F16 || ir->types[e].elem == CUTE_T_BF16));
-      break;
-    case CUTE_ATOM_MIN: case CUTE_ATOM_MAX: case CUTE_ATOM_AND: case CUTE_ATOM_OR: case CUTE_ATOM_XOR:
-      ok = isint && (bits == 32 || bits == 64);
-      break;
-    case CUTE_ATOM_EXCH: ok = (bits == 32 || bits == 64) && !is_kind(ir, e, CUTE_T_VEC); break;
-    case CUTE_ATOM_INC: case CUTE_ATOM_DEC: ok = e == CUTE_T_U32; break;
-    default: return bad(c, "bad atomic op %lld", (long long)in->imm);
-    }
-    if (!ok) return bad(c, "%s is not supported on %s", ir_immk[IK_ATOM].names[in->imm], TS(e));
-    return 0;
-  }
-  case IR_PRINTF:
-    for (int i = 0; i < n; i++)
-      if (!is_scalar_num(T(i)) && !is_kind(ir, T(i), CUTE_T_PTR) && T(i) != CUTE_T_I1)
-        return bad(c, "argument %d must be a scalar or a pointer", i + 1);
-    return 0;
-  case IR_ASSERT:
-    if (T(0) != CUTE_T_I1) return bad(c, "condition must be i1");
-    return 0;
-  case IR_ASM:
-    return check_asm(c);
-  case IR_TRAP:
-    return 0;
-  default:
-    return 0;
-  }
-  /* common tail for value-preserving ops: result type = first operand type */
-  if (t != T(0)) return bad(c, "result type %s differs from the operand type %s", TS(t), TS(T(0)));
-  return 0;
+  return check_op(c);
 }
 
 /* ---- region nesting --------------------------------------------------------------- */

@@ -302,6 +302,7 @@ static int header(ps *s) {
         skip_ws(s);
         if (accept(s, "noalias")) flags |= CUTE_P_NOALIAS;
         else if (accept(s, "readonly")) flags |= CUTE_P_READONLY;
+        else if (accept(s, "grid_constant")) flags |= CUTE_P_GRID_CONSTANT;
         else if (accept(s, "align=")) { if (!integer(s, &align) || align < 0 || align > 4096) { free(pname); return perr(s, "bad align"); } }
         else if (*s->p == '"') { free(pname); if (!(pname = string(s))) return 1; }
         else break;
@@ -379,13 +380,13 @@ static int body_line(ps *s, int *depth) {
     return perr(s, "unknown op '%s'", opn);
   int32_t t = CUTE_T_VOID;
   if (name >= 0 && !(t = type(s))) return 1;
-  int32_t args[20];
+  int32_t args[CUTE_ASM_MAX_OPERANDS];
   int n = 0;
   int64_t imm = 0, imm2 = 0;
   skip_ws(s);
   if (*s->p == '%' || *s->p == '-' || (*s->p >= '0' && *s->p <= '9')) {
     for (;;) {
-      if (n >= 20) return perr(s, "too many operands");
+      if (n >= CUTE_ASM_MAX_OPERANDS) return perr(s, "too many operands (at most %d)", CUTE_ASM_MAX_OPERANDS);
       if (!(args[n++] = operand(s))) return 1;
       if (!accept(s, ",")) break;
     }

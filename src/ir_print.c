@@ -97,6 +97,7 @@ static void print_func(cute_ir *ir, int32_t fi, ir_buf *b) {
     int flags = (int)(p->imm2 & 0xff), align = (int)(p->imm2 >> 8);
     if (flags & CUTE_P_NOALIAS) ir_buf_puts(b, " noalias");
     if (flags & CUTE_P_READONLY) ir_buf_puts(b, " readonly");
+    if (flags & CUTE_P_GRID_CONSTANT) ir_buf_puts(b, " grid_constant");
     if (align) ir_buf_printf(b, " align=%d", align);
     if (p->imm) { ir_buf_puts(b, " "); ir_buf_quote(b, ir_strget(ir, (int32_t)p->imm)); }
   }
@@ -166,4 +167,13 @@ char *ir_print_all(cute_ir *ir) {
   if (!b.p) ir_buf_puts(&b, "");
   if (b.oom) { free(b.p); return NULL; }
   return b.p;
+}
+
+const char *cute_ir_print(cute_ir *ir) {
+  if (!ir) return "";
+  char *s = ir_print_all(ir);
+  if (!s) return "";
+  free(ir->printbuf);
+  ir->printbuf = s;
+  return s;
 }

@@ -171,6 +171,7 @@ static void launch_bounds(const cg *g, const ir_func *f, int *maxntid, int *minc
 static void nvptx_kernel_abi(cg *g, LLVMValueRef fn, const ir_func *f) {
   LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
   annotate(g, fn, "kernel", 1);
+  cg_kernel_params(g, fn, (int32_t)(f - g->ir->funcs)); /* by-value (grid_constant) parameters */
   int maxntid, minctasm;
   launch_bounds(g, f, &maxntid, &minctasm);
   if (maxntid) annotate(g, fn, "maxntidx", maxntid);

@@ -130,6 +130,42 @@ static void build_misc(cute_ir *ir) {
   cute_ir_ret(ir, 0);
 }
 
+/* fragments through the C API: an f32[64] carried by a var through a for,
+   sliced, through one asm with 130 operands (64 outputs, 64 tied inputs, two
+   64-bit inputs), and a bytes<128,64> grid_constant parameter read through
+   param.addr */
+static void build_frag(cute_ir *ir) {
+  cute_ir_func(ir, "frag", CUTE_FN_KERNEL, CUTE_T_VOID);
+  int32_t out = cute_ir_param(ir, cute_ir_t_ptr(ir, CUTE_T_F32, CUTE_AS_GLOBAL), "out", 0, 0);
+  int32_t blob = cute_ir_param(ir, cute_ir_t_bytes(ir, 128, 64), "desc", CUTE_P_GRID_CONSTANT, 0);
+  int32_t F = cute_ir_t_array(ir, CUTE_T_F32, 64);
+  int32_t z = cute_ir_const_float(ir, CUTE_T_F32, 0.5);
+  int32_t acc = cute_ir_var(ir, F, cute_ir_op(ir, CUTE_IR_VEC, F, 1, &z, 0, 0));
+  int32_t pa = cute_ir_op(ir, CUTE_IR_PARAMADDR, 0, 1, &blob, 0, 0);
+  int32_t d = cute_ir_op(ir, CUTE_IR_BITCAST, CUTE_T_U64, 1, &pa, 0, 0);
+  cute_ir_for(ir, cute_ir_const_int(ir, CUTE_T_I32, 0), cute_ir_const_int(ir, CUTE_T_I32, 8),
+              cute_ir_const_int(ir, CUTE_T_I32, 1), 0);
+  int32_t cur = cute_ir_vget(ir, acc);
+  int32_t e5 = cute_ir_op(ir, CUTE_IR_EXTRACT, 0, 1, &cur, 5, 0);
+  int32_t ins[2] = {cur, cute_ir_op2(ir, CUTE_IR_ADD, e5, z)};
+  cur = cute_ir_op(ir, CUTE_IR_INSERT, 0, 2, ins, 9, 0);
+  static char cons[1024], tmpl[2048];
+  int n = 0, m = 0;
+  for (int i = 0; i < 64; i++) n += snprintf(cons + n, sizeof cons - (size_t)n, "=f,");
+  for (int i = 0; i < 64; i++) n += snprintf(cons + n, sizeof cons - (size_t)n, "%d,", i);
+  snprintf(cons + n, sizeof cons - (size_t)n, "l,l");
+  for (int i = 0; i < 64; i++) m += snprintf(tmpl + m, sizeof tmpl - (size_t)m, "add.f32 $%d, $%d, 0f3F800000; ", i, i);
+  snprintf(tmpl + m, sizeof tmpl - (size_t)m, "{ .reg .b64 t; add.s64 t, $128, $129; }");
+  int32_t aa[3] = {cur, d, d};
+  cute_ir_vset(ir, acc, cute_ir_asm(ir, F, tmpl, cons, 3, aa));
+  cute_ir_end(ir);
+  int32_t fin = cute_ir_vget(ir, acc);
+  for (int i = 0; i < 64; i++)
+    cute_ir_store(ir, cute_ir_gep(ir, out, cute_ir_const_int(ir, CUTE_T_I32, i)),
+                  cute_ir_op(ir, CUTE_IR_EXTRACT, 0, 1, &fin, i, 0), 0, 0);
+  cute_ir_ret(ir, 0);
+}
+
 static cute_compiled *compile(cute_ir *ir, const char *arch, int ptxas, cute_err *e) {
   cute_compile_opts *o = cute_compile_opts_new();
   cute_compiled *c = NULL;
@@ -300,6 +336,8 @@ int main(int argc, char **argv) {
   test_kernel("misc", build_misc, misc_x);
   test_compile_opts();
   test_parallel_compiles();
+  static const char *const frag_x[] = {".param .align 64 .b8 frag_param_desc[128]", "cvta.param", ".param .u64 frag_param_out", NULL};
+  test_kernel("frag", build_frag, frag_x);
 
   /* sticky builder errors with location */
   {

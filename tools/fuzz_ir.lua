@@ -117,6 +117,12 @@ local function gen_kernel()
   end
   local ns = R(0, 3)
   for i = 1, ns do local t = pick(NUM); add(t, m:param(t, "s" .. i)) end
+  -- a by-value parameter (bytes<N,A>, grid_constant), read through its generic address
+  local blob
+  if R() < 0.2 then
+    local al = pick({ 4, 8, 16, 64 })
+    blob = m:param(m:bytes(al * R(1, 4), al), "blob", { grid_constant = true })
+  end
   if R() < 0.3 then m:launch_bounds(pick({ 32, 128, 256, 1024 }), R(0, 4)) end
   add("u32", m:sreg("tid.x"))
   local depth = 0
@@ -127,7 +133,7 @@ local function gen_kernel()
   while ops < nops do
     ops = ops + 1
     m:loc("fuzz.lua", ops + 1)
-    local c = R(1, 22)
+    local c = R(1, 24)
     if c <= 5 then -- arithmetic
       local t = pick(NUM)
       local isf = t:find("f") ~= nil
@@ -231,6 +237,37 @@ local function gen_kernel()
       local el = t:match("^(%a+%d+)x")
       local v = m:emit("vec", t, { val(el) })
       add(el, m:extract(m:add(v, v), { lane = 0 }))
+    elseif c == 22 then -- fragments: built, sliced, carried through a loop, through asm
+      local ft = pick({ { "f32", "f" }, { "u32", "r" }, { "i32", "r" }, { "f64", "d" }, { "u64", "l" }, { "f16x2", "r" } })
+      local el, letter = ft[1], ft[2]
+      local n = R() < 0.2 and pick({ 64, 128, 256 }) or R(1, 16)
+      local F = m:array(el, n)
+      local scal = el:match("^(%a+%d+)x")
+      local function elem() return scal and m:emit("vec", el, { val(scal) }) or val(el) end
+      local fr
+      if R() < 0.5 then fr = m:emit("vec", F, { elem() })
+      else
+        local es = {}
+        for k = 1, n do es[k] = elem() end
+        fr = m:emit("vec", F, es)
+      end
+      if depth < 3 and loops < 3 and R() < 0.5 then
+        loops = loops + 1
+        local v = m:var(F, fr)
+        m:for_(m:k("i32", 0), m:k("i32", R(1, 4)), m:k("i32", 1))
+        local cur = m:insert(m:vget(v), elem(), { lane = R(0, n - 1) })
+        local cons = {}
+        for k = 1, n do cons[k] = "=" .. letter end
+        for k = 0, n - 1 do cons[n + k + 1] = tostring(k) end
+        m:vset(v, m:asm(F, "// fragment $0", table.concat(cons, ","), cur))
+        m:end_()
+        fr = m:vget(v)
+      end
+      local x = m:extract(fr, { lane = R(0, n - 1) })
+      if scal then add(scal, m:extract(x, { lane = R(0, 1) })) else add(el, x) end
+    elseif c == 23 and blob then -- by-value parameter
+      local p = m:ptrcast("ptr.generic.u32", m:param_addr(blob))
+      add("u32", m:load(p))
     else
       local t = pick(NUM)
       add(t, m:cvt(t, val("u32")))
@@ -310,7 +347,7 @@ end
 
 -- ---- text mutation ------------------------------------------------------------------
 local corpus = {}
-for _, f in ipairs({ "vadd", "reduce", "loops", "ifelse" }) do
+for _, f in ipairs({ "vadd", "reduce", "loops", "ifelse", "fragment" }) do
   local h = io.open("spec/golden/" .. f .. ".ir", "rb")
   if h then corpus[#corpus + 1] = h:read("*a"); h:close() end
 end
@@ -318,7 +355,9 @@ end
 local TOKENS = { "%1", "%99", "0:i32", "1.5:f32", "-1:i64", "0x7fc00000:f32", "{", "}", "} else {", "} do %2 {", "ret",
   "yield %3", "break", "add", "load", "store", "ptr.global.f32", "u32", "hint=nc", "align=3", "mode=bfly", "loc \"x\" 5",
   "\"", "\\", "=", ",", "@", "fn=@nope", "unroll=full", "reg=laneid", "width=7", "%2 = ", "kernel @z() {", "func @y(%1: f32) -> f32 {",
-  "99999999999999999999:i32", "1e400:f64", "-0:u8", "nan:f32", "ptr.shared.ptr.global.f32", "f32x3", "bf16x8" }
+  "99999999999999999999:i32", "1e400:f64", "-0:u8", "nan:f32", "ptr.shared.ptr.global.f32", "f32x3", "bf16x8",
+  "f32[128]", "f32[0]", "f16x2[4]", "u32[257]", "bytes<128,64>", "bytes<0,3>", "grid_constant", "param.addr", "lane=128",
+  "\"=f,0\"", "cons=\"=f,=f,0,1,l\"" }
 
 local function mutate(txt)
   local lines = {}

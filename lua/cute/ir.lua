@@ -69,6 +69,9 @@ function IR:type(t)
 end
 function IR:vec(elem, lanes) return chk(self, C.cute_ir_t_vec(self.h, self:type(elem), lanes)) end
 function IR:ptr(elem, space) return chk(self, C.cute_ir_t_ptr(self.h, self:type(elem), M.AS[space or "global"] or space)) end
+-- register fragment elem[n] ("f32[128]", "f16x2[4]") and by-value parameter bytes<size,align>
+function IR:array(elem, n) return chk(self, C.cute_ir_t_array(self.h, self:type(elem), n)) end
+function IR:bytes(size, align) return chk(self, C.cute_ir_t_bytes(self.h, size, align or 1)) end
 function IR:type_name(t) return ffi.string(C.cute_ir_type_name(self.h, self:type(t))) end
 function IR:type_of(v) return C.cute_ir_value_type(self.h, v) end
 
@@ -80,6 +83,7 @@ function IR:select_func(fn) if C.cute_ir_func_select(self.h, fn) ~= 0 then fail(
 function IR:param(t, name, o)
   o = o or {}
   local fl = (o.noalias and C.CUTE_P_NOALIAS or 0) + (o.readonly and C.CUTE_P_READONLY or 0)
+    + (o.grid_constant and C.CUTE_P_GRID_CONSTANT or 0)
   return chk(self, C.cute_ir_param(self.h, self:type(t), name, fl, o.align or 0))
 end
 function IR:launch_bounds(maxt, minb)

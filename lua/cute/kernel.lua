@@ -274,6 +274,9 @@ function Kernel:trace(...)
     C.cute_ir_func(ir, self.name, C.CUTE_FN_KERNEL, T.VOID or 1)
     local targs = {}
     local tensor_ptrs = {}
+    -- IR (and PTX) parameter names: the Lua parameter's name, "arg<i>" for varargs
+    local pnames = self.param_names or {}
+    local function pname(i) return pnames[i] or ("arg" .. i) end
     for i = 1, nargs do
       local a = args[i]
       if is_host_tensor(a) then
@@ -282,7 +285,7 @@ function Kernel:trace(...)
         local pt = C.cute_ir_t_ptr(ir, elem, C.CUTE_AS_GLOBAL)
         local aligned = (tonumber(a.ptr or 0) or 0) % 16 == 0
         local flags = sp.noalias_flag(self._alias_mask, i) -- (the call's overlap pattern)
-        local ref = C.cute_ir_param(ir, pt, "arg" .. i, flags, aligned and 16 or 0)
+        local ref = C.cute_ir_param(ir, pt, pname(i), flags, aligned and 16 or 0)
         plan[#plan + 1] = { kind = "ptr", arg = i }
         local pv = tr.mk(ref, pt)
         local shape, stride = {}, {}
@@ -293,12 +296,12 @@ function Kernel:trace(...)
         local it = a.index_bits == 32 and T.I32 or T.I64
         for d = 1, #a.shape do
           if a.dynamic then
-            local sref = C.cute_ir_param(ir, it, ("arg%d_shape%d"):format(i, d), 0, 0)
+            local sref = C.cute_ir_param(ir, it, ("%s_shape%d"):format(pname(i), d), 0, 0)
             plan[#plan + 1] = { kind = "dim", arg = i, field = "shape", d = d, bits = it == T.I64 and 64 or 32 }
             shape[d] = tr.mk(sref, it)
             if strides[d] == 1 then stride[d] = 1
             else
-              local dref = C.cute_ir_param(ir, it, ("arg%d_stride%d"):format(i, d), 0, 0)
+              local dref = C.cute_ir_param(ir, it, ("%s_stride%d"):format(pname(i), d), 0, 0)
               plan[#plan + 1] = { kind = "dim", arg = i, field = "strides", d = d, bits = it == T.I64 and 64 or 32 }
               stride[d] = tr.mk(dref, it)
             end
@@ -310,7 +313,7 @@ function Kernel:trace(...)
         targs[i] = ten.make(pv, 0, L, elem, "global", aligned and 16 or tr.tinfo[elem].bits / 8, it)
         tensor_ptrs[#tensor_ptrs + 1] = i
       elseif is_scalar(a) then
-        local ref = C.cute_ir_param(ir, a.t, "arg" .. i, 0, 0)
+        local ref = C.cute_ir_param(ir, a.t, pname(i), 0, 0)
         plan[#plan + 1] = { kind = "scalar", arg = i, t = a.t }
         targs[i] = tr.mk(ref, a.t)
       elseif type(a) == "number" or type(a) == "boolean" or type(a) == "string" or a == nil

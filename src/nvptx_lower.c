@@ -1,8 +1,7 @@
-/* codegen_ops.c -- lowering of single IR ops to LLVM: PTX register names for
- * inline asm, conversions with rounding modes, math (fast forms and libdevice),
- * loads and stores with cache hints, atomics, warp shuffles, loop metadata and
- * special registers.  The structure and the compile driver are in
- * codegen_llvm.c; the shared state in codegen.h. */
+/* nvptx_lower.c -- NVPTX lowering of the numeric and memory ops that need PTX
+ * beyond plain LLVM: conversions with rounding modes, math (fast forms and
+ * libdevice), loads and stores with cache operators, atomics with scopes.
+ * Reached through cg_target_op (nvptx_ops.c). */
 #include "codegen.h"
 
 #include <stdio.h>
@@ -48,58 +47,6 @@ static LLVMValueRef from_reg(cg *g, int32_t t, LLVMValueRef v) {
   case CUTE_T_I8: case CUTE_T_U8: return LLVMBuildTrunc(g->B, v, g->ti8, "");
   default: return v;
   }
-}
-
-/* ---- integer shifts, division and remainder: defined for every input ------------------
- * LLVM makes a shift by >= the width poison and division by zero or INT_MIN / -1
- * undefined behaviour, which the optimiser exploits (a store of such a value is
- * deleted).  The DSL's rule (docs/DSL.md "Arithmetic rules", lua/cute/arith.lua)
- * is PTX's: shift amounts are unsigned and clamp (shl, unsigned shr: 0; signed
- * shr: sign fill); x / 0 = -1 (all bits), x rem 0 = x, MIN / -1 = MIN, MIN rem -1
- * = 0.  Constant operands fold the guards away. */
-
-/* the integer constant c in T (a scalar or a splat of a vector's lanes) */
-static LLVMValueRef icst(LLVMTypeRef T, unsigned long long c) {
-  if (LLVMGetTypeKind(T) == LLVMVectorTypeKind) {
-    unsigned n = LLVMGetVectorSize(T);
-    LLVMValueRef e[16], one = LLVMConstInt(LLVMGetElementType(T), c, 0);
-    for (unsigned i = 0; i < n && i < 16; i++) e[i] = one;
-    return LLVMConstVector(e, n < 16 ? n : 16);
-  }
-  return LLVMConstInt(T, c, 0);
-}
-
-static unsigned int_width(LLVMTypeRef T) {
-  return LLVMGetIntTypeWidth(LLVMGetTypeKind(T) == LLVMVectorTypeKind ? LLVMGetElementType(T) : T);
-}
-
-LLVMValueRef cg_shift(cg *g, int op, int sg, LLVMValueRef x, LLVMValueRef y) {
-  LLVMTypeRef T = LLVMTypeOf(x);
-  unsigned bits = int_width(T);
-  LLVMValueRef big = LLVMBuildICmp(g->B, LLVMIntUGE, y, icst(T, bits), "");
-  LLVMValueRef amt = LLVMBuildSelect(g->B, big, icst(T, bits - 1), y, "");
-  if (op == IR_SHR && sg) return LLVMBuildAShr(g->B, x, amt, "");
-  LLVMValueRef r = op == IR_SHL ? LLVMBuildShl(g->B, x, amt, "") : LLVMBuildLShr(g->B, x, amt, "");
-  return LLVMBuildSelect(g->B, big, LLVMConstNull(T), r, "");
-}
-
-LLVMValueRef cg_divrem(cg *g, int op, int sg, LLVMValueRef x, LLVMValueRef y) {
-  LLVMTypeRef T = LLVMTypeOf(x);
-  unsigned bits = int_width(T);
-  LLVMValueRef ones = LLVMConstAllOnes(T);
-  LLVMValueRef z = LLVMBuildICmp(g->B, LLVMIntEQ, y, LLVMConstNull(T), ""), bad = z;
-  if (sg) {
-    LLVMValueRef mn = LLVMBuildICmp(g->B, LLVMIntEQ, x, icst(T, 1ull << (bits - 1)), "");
-    LLVMValueRef m1 = LLVMBuildICmp(g->B, LLVMIntEQ, y, ones, "");
-    bad = LLVMBuildOr(g->B, z, LLVMBuildAnd(g->B, mn, m1, ""), "");
-  }
-  LLVMValueRef d = LLVMBuildSelect(g->B, bad, icst(T, 1), y, "");
-  if (op == IR_DIV) {
-    LLVMValueRef q = sg ? LLVMBuildSDiv(g->B, x, d, "") : LLVMBuildUDiv(g->B, x, d, "");
-    return LLVMBuildSelect(g->B, z, ones, q, "");
-  }
-  LLVMValueRef r = sg ? LLVMBuildSRem(g->B, x, d, "") : LLVMBuildURem(g->B, x, d, "");
-  return LLVMBuildSelect(g->B, z, x, r, "");
 }
 
 /* ---- conversions ---------------------------------------------------------------- */
@@ -310,11 +257,6 @@ LLVMValueRef cg_math(cg *g, const ir_inst *in, int op, LLVMValueRef x, LLVMValue
 }
 
 /* ---- memory -------------------------------------------------------------------------- */
-int cg_natural_align(cg *g, int32_t t) {
-  int s = ir_tsize(g->ir, t);
-  return s > 16 ? 16 : s < 1 ? 1 : s;
-}
-
 static const char *space_sfx(int sp) {
   return sp == CUTE_AS_GLOBAL ? ".global" : sp == CUTE_AS_SHARED ? ".shared" : sp == CUTE_AS_LOCAL ? ".local" : "";
 }
@@ -446,63 +388,3 @@ asm_path:;
   LLVMValueRef r = cg_iasm(g, rt, tmpl, cons, args, 2, 1);
   return isvec ? LLVMBuildBitCast(g->B, r, cg_type(g, e), "") : r;
 }
-
-static LLVMValueRef shfl32(cg *g, const ir_inst *in, LLVMValueRef v, int isf, LLVMValueRef lane, LLVMValueRef mask) {
-  static const char *const mn[] = {"idx", "up", "down", "bfly"};
-  char nm[64];
-  snprintf(nm, sizeof nm, "llvm.nvvm.shfl.sync.%s.%s", mn[in->imm], isf ? "f32" : "i32");
-  int w = (int)in->imm2;
-  unsigned cval = (unsigned)((32 - w) << 8) | (in->imm == CUTE_SHFL_UP ? 0u : 0x1fu);
-  LLVMValueRef args[4] = {mask, v, lane, LLVMConstInt(g->ti32, cval, 0)};
-  return cg_intr(g, in, nm, NULL, 0, args, 4);
-}
-
-LLVMValueRef cg_shfl(cg *g, const ir_inst *in, const int32_t *a) {
-  int32_t t = TY(a[0]);
-  LLVMValueRef v = cg_val(g, a[0]), lane = cg_val(g, a[1]), mask = cg_val(g, a[2]);
-  if (t == CUTE_T_F32) return shfl32(g, in, v, 1, lane, mask);
-  if (ir_tsize(g->ir, t) == 4) {
-    LLVMValueRef r = shfl32(g, in, t == CUTE_T_I32 || t == CUTE_T_U32 ? v : LLVMBuildBitCast(g->B, v, g->ti32, ""), 0, lane, mask);
-    return r && t != CUTE_T_I32 && t != CUTE_T_U32 ? LLVMBuildBitCast(g->B, r, cg_type(g, t), "") : r;
-  }
-  LLVMTypeRef v2 = LLVMVectorType(g->ti32, 2);
-  LLVMValueRef bv = LLVMBuildBitCast(g->B, v, v2, "");
-  LLVMValueRef out = LLVMGetPoison(v2);
-  for (unsigned i = 0; i < 2; i++) {
-    LLVMValueRef idx = LLVMConstInt(g->ti32, i, 0);
-    LLVMValueRef r = shfl32(g, in, LLVMBuildExtractElement(g->B, bv, idx, ""), 0, lane, mask);
-    if (!r) return NULL;
-    out = LLVMBuildInsertElement(g->B, out, r, idx, "");
-  }
-  return LLVMBuildBitCast(g->B, out, cg_type(g, t), "");
-}
-
-void cg_loop_md(cg *g, LLVMValueRef brinst, int64_t unroll) {
-  if (!unroll) return;
-  LLVMMetadataRef prop;
-  if (unroll > 0) {
-    LLVMMetadataRef ops[2] = {LLVMMDStringInContext2(g->C, "llvm.loop.unroll.count", 22),
-                              LLVMValueAsMetadata(LLVMConstInt(g->ti32, (unsigned long long)unroll, 0))};
-    prop = LLVMMDNodeInContext2(g->C, ops, 2);
-  } else {
-    const char *s = unroll == CUTE_UNROLL_FULL ? "llvm.loop.unroll.full" : "llvm.loop.unroll.disable";
-    LLVMMetadataRef ms = LLVMMDStringInContext2(g->C, s, strlen(s));
-    prop = LLVMMDNodeInContext2(g->C, &ms, 1);
-  }
-  LLVMMetadataRef tmp = LLVMTemporaryMDNode(g->C, NULL, 0);
-  LLVMMetadataRef ops[2] = {tmp, prop};
-  LLVMMetadataRef node = LLVMMDNodeInContext2(g->C, ops, 2);
-  LLVMMetadataReplaceAllUsesWith(tmp, node);
-  unsigned kind = LLVMGetMDKindIDInContext(g->C, "llvm.loop", 9);
-  LLVMSetMetadata(brinst, kind, LLVMMetadataAsValue(g->C, node));
-}
-
-LLVMValueRef cg_sreg(cg *g, const ir_inst *in) {
-  static const char *const names[] = {IR_SREG_NAMES};
-  char nm[80], part[32];
-  snprintf(part, sizeof part, "%s", names[in->imm]);
-  for (char *p = part; *p; p++) if (*p == '_') *p = '.';
-  snprintf(nm, sizeof nm, "llvm.nvvm.read.ptx.sreg.%s", part);
-  return cg_intr(g, in, nm, NULL, 0, NULL, 0);
-}
-
