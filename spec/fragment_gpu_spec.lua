@@ -21,7 +21,7 @@ describe("fragments on the GPU", function()
     local known = { sm_80 = true, sm_86 = true, sm_89 = true, sm_90 = true }
     local arch = known[d.arch] and d.arch or (d.cc.major >= 9 and "sm_90" or "sm_80")
     local m = IR.parse(assert(util.read_file("spec/golden/fragment.ir")))
-    local r = assert(m:compile { arch = arch, ptxas = false }) -- the driver JITs the PTX
+    local r = assert(m:compile { arch = arch, use_ptxas = false }) -- the driver JITs the PTX
     local mod = rt.load_module(r.ptx, true)
     local fn = mod:get_function("frag")
     math.randomseed(os.time())
