@@ -339,16 +339,49 @@ describe("architectures", function()
     assert.truthy(has(e, this_file), e)
   end)
 
+  -- (the device is simulated: compile.device_arch is what cute.kernel and
+  -- every compile ask for the current device's target)
+  local function with_device(arch, portable, f)
+    local saved, saved_p = compile.device_arch, compile.portable_device
+    local dev = { arch = arch, portable = portable }
+    compile.device_arch = function()
+      compile.portable_device = dev.portable
+      return dev.arch, dev.portable
+    end
+    local ok, e = pcall(f, dev)
+    compile.device_arch, compile.portable_device = saved, saved_p
+    if not ok then error(e, 0) end
+  end
+
   it("a failure on a portable target names the device, the arch and the feature", function()
-    local saved = compile.portable_device
-    compile.portable_device = "NVIDIA Test GPU (compute capability 12.0)"
-    local ok, msg = pcall(function()
-      return compile.explain({ portable = true, values = { arch = "sm_90" } },
-        "ptxas: Instruction 'wgmma.fence' not supported on .target 'sm_90'")
+    with_device("sm_90", "NVIDIA Test GPU (compute capability 12.0)", function()
+      local k = cute.kernel(function(A)
+        cute.arch.asm(nil, "wgmma.fence.sync.aligned;", "")
+        A[0] = 1
+      end, { use_ptxas = false })
+      assert.are.equal("sm_90", k.options.values.arch)
+      assert.is_true(k.options.portable)
+      local e = err_of(function() k:compile(spec) end) -- MARK-portable
+      assert.truthy(has(e, "NVIDIA Test GPU (compute capability 12.0)") and has(e, "sm_90")
+        and has(e, "wgmma.fence.sync.aligned"), e)
+      assert.truthy(has(e, this_file .. ":" .. util.line_of(this_file, "MARK-portable") .. ":"), e)
     end)
-    compile.portable_device = saved
-    assert.is_true(ok, msg)
-    assert.truthy(has(msg, "NVIDIA Test GPU (compute capability 12.0)") and has(msg, "sm_90") and has(msg, "wgmma.fence"), msg)
+  end)
+
+  it("an arch taken from the device follows the current device; an explicit one does not", function()
+    with_device("sm_80", nil, function(dev)
+      local f = function(A) local i = cute.arch.thread_idx(); A[i] = A[i] + 1 end
+      local k = cute.kernel(f, { use_ptxas = false })
+      local pinned = cute.kernel(f, { arch = "sm_86", use_ptxas = false })
+      assert.truthy(has(k:ptx(spec), ".target sm_80"))
+      dev.arch = "sm_90a" -- another device is current
+      assert.truthy(has(k:ptx(spec), ".target sm_90a"))
+      assert.truthy(has(pinned:ptx(spec), ".target sm_86"))
+      dev.arch = "sm_80"
+      local traces = k.traces
+      assert.truthy(has(k:ptx(spec), ".target sm_80"))
+      assert.are.equal(traces, k.traces) -- one cache per target: the sm_80 build is still there
+    end)
   end)
 end)
 

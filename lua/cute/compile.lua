@@ -68,28 +68,38 @@ end
 -- the device's architecture (cute_arch_for_cc), announced once when the
 -- device is newer than every target the code generator can emit
 ---------------------------------------------------------------------------
-local device_arch_cache
 M.announce = function(line) io.stderr:write(line, "\n") end
-function M.device_arch()
-  if device_arch_cache == nil then
-    device_arch_cache = false
-    local ok, rt = pcall(require, "cute.runtime")
-    if ok and rt.available() then
-      local d = rt.device(0)
-      local portable = ffi.new("int[1]")
-      local a = C.cute_arch_for_cc(d.cc[1], d.cc[2], portable)
-      if a ~= nil then
-        device_arch_cache = ffi.string(a)
-        if portable[0] ~= 0 then
-          M.portable_device = ("%s (compute capability %d.%d)"):format(d.name, d.cc[1], d.cc[2])
-          M.announce(("cute: %s is newer than every target LLVM 19 emits (%s): kernels are compiled for the " ..
-            "portable %s and JIT-compiled by the driver; arch-specific (sm_90a) features are unavailable")
-            :format(M.portable_device, ffi.string(C.cute_arch_list()), device_arch_cache))
-        end
+local device_archs = {} -- device ordinal -> { arch =, portable = description or nil } or false
+-- M.device_arch([ordinal]): the target of a device (default: the current
+-- one), false without a GPU; second result: its description when it runs
+-- the portable target (also left in M.portable_device for messages)
+function M.device_arch(ordinal)
+  local ok, rt = pcall(require, "cute.runtime")
+  if not (ok and rt.available()) then return false end
+  if ordinal == nil then
+    ordinal = rt.current_device()
+    if ordinal < 0 then ordinal = 0 end
+  end
+  local c = device_archs[ordinal]
+  if c == nil then
+    c = false
+    local d = rt.device(ordinal)
+    local portable = ffi.new("int[1]")
+    local a = C.cute_arch_for_cc(d.cc[1], d.cc[2], portable)
+    if a ~= nil then
+      c = { arch = ffi.string(a) }
+      if portable[0] ~= 0 then
+        c.portable = ("%s (compute capability %d.%d)"):format(d.name, d.cc[1], d.cc[2])
+        M.announce(("cute: %s is newer than every target LLVM 19 emits (%s): kernels are compiled for the " ..
+          "portable %s and JIT-compiled by the driver; arch-specific (sm_90a) features are unavailable")
+          :format(c.portable, ffi.string(C.cute_arch_list()), c.arch))
       end
     end
+    device_archs[ordinal] = c
   end
-  return device_arch_cache
+  if not c then return false end
+  M.portable_device = c.portable
+  return c.arch, c.portable
 end
 -- tests: the rule alone
 function M.arch_for_cc(major, minor)
@@ -106,10 +116,13 @@ local Options = {}
 Options.__index = Options
 M.Options = Options
 local function frozen() cf.fail("compile options are frozen (copied at creation): make new ones, e.g. k:with{...}") end
--- a frozen Options over the C object h: fields h, key, values (read-only), portable
-local function make(h, vals, portable)
+-- a frozen Options over the C object h: fields h, key, values (read-only),
+-- portable (the arch is the portable target of a device newer than every
+-- target), from_device (the arch was not given: it follows the device)
+local function make(h, vals, portable, from_device)
   local values = setmetatable({}, { __index = vals, __newindex = frozen })
-  local data = { h = h, key = ffi.string(C.cute_compile_opts_key(h)), values = values, _v = vals, portable = portable }
+  local data = { h = h, key = ffi.string(C.cute_compile_opts_key(h)), values = values, _v = vals, portable = portable,
+    from_device = from_device }
   return setmetatable({}, { __index = function(_, k) local v = data[k]; if v == nil then return Options[k] end; return v end,
     __newindex = frozen, __tostring = function() return "compile options {" .. data.key .. "}" end,
     __metatable = Options })
@@ -145,9 +158,10 @@ function M.options(t, what, extra, defaults)
     end
   end
   if C.cute_compile_opts_apply_env(h, cf.err) ~= 0 then fail(what, ffi.string(cf.err[0].msg)) end
+  local from_device, portable
   if C.cute_compile_opts_source(h, "arch") == C.CUTE_OPT_FROM_DEFAULT then
-    local a = M.device_arch()
-    if a then set("arch", a); M.arch_from_device = true end
+    local a, port = M.device_arch()
+    if a then set("arch", a); from_device, portable = true, port ~= nil end
   end
   local values = {}
   for _, s in ipairs(specs) do
@@ -161,11 +175,12 @@ function M.options(t, what, extra, defaults)
     end
     values[s.name] = v
   end
-  return make(h, values, M.portable_device ~= nil and values.arch == M.device_arch() or nil)
+  return make(h, values, portable or nil, from_device)
 end
 
 -- the same options with some changed (a new frozen object)
-function Options:with(changes, what)
+-- (with flags: portable and from_device of the result)
+local function derive(self, changes, what, portable, from_device)
   local h = C.cute_compile_opts_copy(self.h)
   if h == nil then fail(what, "out of memory") end
   h = ffi.gc(h, C.cute_compile_opts_free)
@@ -175,7 +190,21 @@ function Options:with(changes, what)
   local values = {}
   for k, v in pairs(self._v) do values[k] = v end
   for k, v in pairs(changes) do values[k] = v end
-  return make(h, values, self.portable)
+  return make(h, values, portable, from_device)
+end
+
+function Options:with(changes, what)
+  if changes.arch ~= nil then return derive(self, changes, what, nil, nil) end
+  return derive(self, changes, what, self.portable, self.from_device)
+end
+
+-- the options to compile with now: an arch taken from the device follows the
+-- current device (kernels keep one cache per device); else self
+function Options:for_current_device(what)
+  if not self.from_device then return self end
+  local a, port = M.device_arch()
+  if not a or a == self.values.arch then return self end
+  return derive(self, { arch = a }, what, port ~= nil or nil, true)
 end
 
 -- the option was given explicitly (or by its environment variable)

@@ -366,7 +366,7 @@ M.gpu_arch = gpu_arch
 -- (gc'ed) and the arch.  A failure is an error at the user's line.
 local function compile_ir(self, ir, want_cubin)
   local compile = require("cute.compile")
-  local o = self.options
+  local o = self.options:for_current_device("cute.kernel " .. self.name)
   if o.portable then
     -- a device newer than every target: its portable PTX goes to the driver's
     -- JIT (a cubin for sm_90 would not load on it)
@@ -410,7 +410,10 @@ local function compiled_entry(self, what, ...)
   local nargs = sp.count(...)
   local args = { ... }
   sp.check_args(self, args, nargs, false)
-  local node = self.compiled
+  -- one tree per target: an arch taken from the device follows the current device
+  local o = self.options:for_current_device(what)
+  local node = self.compiled[o.values.arch]
+  if not node then node = {}; self.compiled[o.values.arch] = node end
   for i = 1, nargs do
     local key = sp.arg_key(args[i])
     local nx = node[key]
@@ -426,7 +429,6 @@ local function compiled_entry(self, what, ...)
   local ir = self:trace(unpack(args, 1, nargs))
   local compile = require("cute.compile")
   -- an inspection assembles with ptxas when present, unless use_ptxas was given
-  local o = self.options
   if not o:given("use_ptxas") and C.cute_ptxas_path() ~= nil then o = o:with({ use_ptxas = true }, what) end
   local cc, st, msg = compile.run(ir, o)
   local r = cc and compile.result(cc) or nil
