@@ -142,7 +142,8 @@ LLVMValueRef cg_op_vec(cg *g, const cg_op *o);
 LLVMValueRef cg_op_access(cg *g, const cg_op *o);
 LLVMValueRef cg_op_gep(cg *g, const cg_op *o);
 
-/* the target's ops (NVPTX: nvptx_ops.c, its table of contents; nvptx_lower.c) */
+/* an op gen_body leaves to the target: g->tgt->op (codegen_llvm.c); the NVPTX
+   lowering helpers below live in nvptx_lower.c */
 LLVMValueRef cg_target_op(cg *g, const cg_op *o);
 LLVMValueRef cg_cvt(cg *g, const ir_inst *in, int32_t to, int32_t from, LLVMValueRef v, int rnd);
 LLVMValueRef cg_math(cg *g, const ir_inst *in, int op, LLVMValueRef x, LLVMValueRef y);

@@ -154,6 +154,9 @@ static char *module_text(cg *g) {
 
 char *cg_module_text(cg *g) { return g && g->M ? module_text(g) : NULL; }
 
+/* an op gen_body leaves to the target: through its hook table */
+LLVMValueRef cg_target_op(cg *g, const cg_op *o) { return g->tgt->op(g, o); }
+
 /* ---- the generator ------------------------------------------------------------------------ */
 cg *cg_new(cute_ir *ir, const cute_compile_opts *o, const char *arch, char *msg, size_t cap) {
   cg *g = calloc(1, sizeof *g);

@@ -1,10 +1,11 @@
-/* nvptx_ops.c -- the NVPTX target's op lowering: cg_target_op is its table
+/* nvptx_ops.c -- the NVPTX target's op lowering: nvptx_op (target.h's op hook) is its table
  * of contents (one line per op that gen_body leaves to the target: special
  * registers, barriers, fences, shuffles, votes, atomics, printf/assert/trap,
  * shared/local memory, inline PTX with fragments, by-value parameter
  * addresses, conversions and math through nvptx_lower.c).  A second target
- * provides its own cg_target_op. */
+ * fills its own op hook in its cute_target. */
 #include "codegen.h"
+#include "target.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -277,7 +278,7 @@ static LLVMValueRef nv_asm(cg *g, const cg_op *o) {
 }
 
 /* ---- the table of contents: one line per op gen_body leaves to the target ----------------------- */
-LLVMValueRef cg_target_op(cg *g, const cg_op *o) {
+LLVMValueRef nvptx_op(cg *g, const cg_op *o) {
   switch (o->in->op) {
   case IR_CVT: return nv_cvt(g, o);
   case IR_SQRT: case IR_RSQRT: case IR_RCP: case IR_EXP: case IR_EXP2: case IR_LOG: case IR_LOG2:

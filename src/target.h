@@ -1,5 +1,5 @@
 /* target.h -- internal: the target seam.  The target-neutral lowering
- * (codegen_llvm.c, codegen_body.c, codegen_ops.c) calls the target only
+ * (codegen_llvm.c, codegen_body.c, codegen_arith.c) calls the target only
  * through this hook table; a target fills one (target_nvptx.c: NVIDIA PTX).
  * A second target (a CPU one is planned) fills its own table instead of
  * editing the lowering. */
@@ -27,9 +27,14 @@ typedef struct cute_target {
   int (*link_libraries)(cg *g, ir_buf *log, char *msg, size_t cap);
   /* passes that run before default<On> ("" or "a,b,") */
   const char *(*pre_passes)(cg *g);
+  /* lower one op that gen_body leaves to the target (special registers,
+     barriers, shuffles, atomics, math, asm...: the target's op table) */
+  LLVMValueRef (*op)(cg *g, const cg_op *o);
 } cute_target;
 
 IR_HIDDEN extern const cute_target target_nvptx;
+/* the NVPTX target's op table (nvptx_ops.c) */
+IR_HIDDEN LLVMValueRef nvptx_op(cg *g, const cg_op *o);
 /* the target that emits arch (NULL: none) */
 IR_HIDDEN const cute_target *target_for_arch(const char *arch);
 /* LLVM's target machines and passes are shared: the narrow compile lock */

@@ -284,6 +284,7 @@ const cute_target target_nvptx = {
     .function_attrs = nvptx_function_attrs,
     .link_libraries = nvptx_link_libraries,
     .pre_passes = nvptx_pre_passes,
+    .op = nvptx_op,
 };
 
 const cute_target *target_for_arch(const char *arch) { return target_nvptx.arch_ok(arch) ? &target_nvptx : NULL; }
