@@ -15,6 +15,7 @@
  * option keep then drops the texts not asked for and dump_dir writes the
  * kept ones.  A ptxas error quotes the offending PTX line and the Lua
  * file:line of the op that produced it. */
+#include "core.h"
 #include "backend.h"
 #include "compile_opts.h"
 
@@ -61,13 +62,6 @@ static char *dup_s(const char *s) {
   return p;
 }
 
-static int err_out(cute_err *err, int code, const char *msg) {
-  if (err) {
-    err->code = code;
-    snprintf(err->msg, sizeof err->msg, "%.*s", (int)sizeof err->msg - 1, msg);
-  }
-  return code;
-}
 
 void cute_compiled_free(cute_compiled *c) {
   if (!c) return;
@@ -296,20 +290,20 @@ static int run_sass(cute_compiled *res, char *msg, size_t cap) {
 
 int cute_compile(cute_ir *ir, const cute_compile_opts *oin, cute_compiled **out, cute_err *err) {
   if (out) *out = NULL;
-  if (!ir || !out) return err_out(err, CUTE_E_STATE, "compile: NULL context or out");
+  if (!ir || !out) return cute_err_setf(err, CUTE_E_STATE, "compile: NULL context or out");
   if (ir->err_code) return cute_ir_status(ir, err);
   cute_compiled *res = calloc(1, sizeof *res);
-  if (!res) return err_out(err, CUTE_E_NOMEM, "out of memory");
+  if (!res) return cute_err_setf(err, CUTE_E_NOMEM, "out of memory");
   *out = res;
   res->failed = -1;
   res->o = cute_compile_opts_copy(oin);
   const char *key = res->o ? cute_compile_opts_key(res->o) : NULL;
-  if (!key || !(res->key = dup_s(key))) return err_out(err, CUTE_E_NOMEM, "out of memory");
+  if (!key || !(res->key = dup_s(key))) return cute_err_setf(err, CUTE_E_NOMEM, "out of memory");
   cute_compile_opts *o = res->o;
   snprintf(res->arch, sizeof res->arch, "%s", o->arch);
   char msg[2040] = "";
-  if (ir->nfuncs <= 1) return err_out(err, CUTE_E_ARG, "compile: no functions");
-  if (init_kernels(ir, res)) return err_out(err, CUTE_E_NOMEM, "out of memory");
+  if (ir->nfuncs <= 1) return cute_err_setf(err, CUTE_E_ARG, "compile: no functions");
+  if (init_kernels(ir, res)) return cute_err_setf(err, CUTE_E_NOMEM, "out of memory");
   int rc = 0, s = S_VERIFY;
   /* verify */
   double t = now_us();
@@ -371,8 +365,8 @@ int cute_compile(cute_ir *ir, const cute_compile_opts *oin, cute_compiled **out,
   char dmsg[1000];
   int drc = dump(res, dmsg, sizeof dmsg);
   apply_keep(res);
-  if (rc) return err_out(err, rc, msg);
-  if (drc) return err_out(err, drc, dmsg);
+  if (rc) return cute_err_setf(err, rc, "%s", msg);
+  if (drc) return cute_err_setf(err, drc, "%s", dmsg);
   if (err) { err->code = 0; err->msg[0] = 0; }
   return 0;
 }
@@ -388,14 +382,14 @@ const char *cute_compiled_arch(cute_compiled *c) { return c ? c->arch : NULL; }
 const char *cute_compiled_key(cute_compiled *c) { return c ? c->key : NULL; }
 
 const char *cute_compiled_sass(cute_compiled *c, cute_err *err) {
-  if (!c || !c->o) { err_out(err, CUTE_E_STATE, "sass: no compiled result"); return NULL; }
+  if (!c || !c->o) { cute_err_setf(err, CUTE_E_STATE, "sass: no compiled result"); return NULL; }
   if (c->st[S_SASS].text) return c->st[S_SASS].text;
   char msg[1200];
   double t = now_us();
   c->st[S_SASS].ran = 1;
   int rc = run_sass(c, msg, sizeof msg);
   c->st[S_SASS].us = now_us() - t;
-  if (rc) { err_out(err, rc, msg); return NULL; }
+  if (rc) { cute_err_setf(err, rc, "%s", msg); return NULL; }
   return c->st[S_SASS].text;
 }
 

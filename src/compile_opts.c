@@ -2,6 +2,7 @@
  * setters and their validation, the environment, the canonical key text and
  * the reflection API.  Nothing here knows an option by name except through
  * the table. */
+#include "core.h"
 #include "backend.h"
 #include "compile_opts.h"
 
@@ -28,17 +29,6 @@ static const optrow rows[COPT_COUNT_] = {
 
 static const char *const type_names[] = {"arch", "integer", "integer", "boolean", "string", "list", "list"};
 
-static int fail(cute_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(cute_err *err, int code, const char *fmt, ...) {
-  if (err) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-    va_end(ap);
-    err->code = code;
-  }
-  return code;
-}
 
 static int find(const char *name) {
   for (int i = 0; name && i < COPT_COUNT_; i++)
@@ -152,30 +142,30 @@ static int set_from(cute_compile_opts *o, int i, const char *v, int from, cute_e
   switch (r->type) {
   case T_BOOL:
     if (parse_bool(v, &x))
-      return fail(err, CUTE_E_ARG, "compile option '%s'%s: expected a boolean (true or false), got '%.200s'", r->name, via, v);
+      return cute_err_setf(err, CUTE_E_ARG, "compile option '%s'%s: expected a boolean (true or false), got '%.200s'", r->name, via, v);
     *int_slot(o, i) = x;
     break;
   case T_INT:
     if (parse_int(v, &x) || x < r->lo || x > r->hi)
-      return fail(err, CUTE_E_ARG, "compile option '%s'%s: expected an integer %d..%d, got '%.200s'", r->name, via, r->lo,
+      return cute_err_setf(err, CUTE_E_ARG, "compile option '%s'%s: expected an integer %d..%d, got '%.200s'", r->name, via, r->lo,
                   r->hi, v);
     *int_slot(o, i) = x;
     break;
   case T_PTXV:
     if (parse_int(v, &x) || (x != 0 && !target_ptx_version_ok(x)))
-      return fail(err, CUTE_E_ARG, "compile option '%s'%s: expected 0 or a PTX ISA version LLVM 19 emits (%s), got '%.200s'",
+      return cute_err_setf(err, CUTE_E_ARG, "compile option '%s'%s: expected 0 or a PTX ISA version LLVM 19 emits (%s), got '%.200s'",
                   r->name, via, target_ptx_versions(), v);
     *int_slot(o, i) = x;
     break;
   case T_ARCH:
     if (!cute_arch_supported(v))
-      return fail(err, CUTE_E_UNSUPPORTED,
+      return cute_err_setf(err, CUTE_E_UNSUPPORTED,
                   "compile option '%s'%s: '%.60s' is not a target this toolchain can emit (LLVM 19 NVPTX: %s)", r->name,
                   via, v, cute_arch_list());
     /* fallthrough */
   case T_STR: {
     char *p = dup(v);
-    if (!p) return fail(err, CUTE_E_NOMEM, "compile option '%s': out of memory", r->name);
+    if (!p) return cute_err_setf(err, CUTE_E_NOMEM, "compile option '%s': out of memory", r->name);
     char **s = str_slot(o, i);
     free(*s);
     *s = p;
@@ -184,11 +174,11 @@ static int set_from(cute_compile_opts *o, int i, const char *v, int from, cute_e
   case T_LIST: case T_KEEP: {
     int mask, rc = norm_list(v, buf, sizeof buf, r->type == T_KEEP, &mask, bad, sizeof bad);
     if (rc == 1)
-      return fail(err, CUTE_E_ARG, "compile option '%s'%s: '%s' is not a stage; expected a list of ir, llvm, ptx, cubin, sass",
+      return cute_err_setf(err, CUTE_E_ARG, "compile option '%s'%s: '%s' is not a stage; expected a list of ir, llvm, ptx, cubin, sass",
                   r->name, via, bad);
-    if (rc) return fail(err, CUTE_E_ARG, "compile option '%s'%s: %s", r->name, via, bad);
+    if (rc) return cute_err_setf(err, CUTE_E_ARG, "compile option '%s'%s: %s", r->name, via, bad);
     char *p = dup(buf);
-    if (!p) return fail(err, CUTE_E_NOMEM, "compile option '%s': out of memory", r->name);
+    if (!p) return cute_err_setf(err, CUTE_E_NOMEM, "compile option '%s': out of memory", r->name);
     char **s = str_slot(o, i);
     free(*s);
     *s = p;
@@ -247,18 +237,18 @@ static const char *valid_names(char *buf, size_t cap) {
 }
 
 int cute_compile_opts_set(cute_compile_opts *o, const char *name, const char *value, cute_err *err) {
-  if (!o) return fail(err, CUTE_E_STATE, "cute_compile_opts_set: NULL options");
+  if (!o) return cute_err_setf(err, CUTE_E_STATE, "cute_compile_opts_set: NULL options");
   int i = find(name);
   char names[600];
   if (i < 0)
-    return fail(err, CUTE_E_ARG, "compile option '%.60s': unknown; valid options: %s", name ? name : "(null)",
+    return cute_err_setf(err, CUTE_E_ARG, "compile option '%.60s': unknown; valid options: %s", name ? name : "(null)",
                 valid_names(names, sizeof names));
   if (!value) return set_from(o, i, rows[i].def, CUTE_OPT_FROM_DEFAULT, err);
   return set_from(o, i, value, CUTE_OPT_FROM_USER, err);
 }
 
 int cute_compile_opts_apply_env(cute_compile_opts *o, cute_err *err) {
-  if (!o) return fail(err, CUTE_E_STATE, "cute_compile_opts_apply_env: NULL options");
+  if (!o) return cute_err_setf(err, CUTE_E_STATE, "cute_compile_opts_apply_env: NULL options");
   for (int i = 0; i < COPT_COUNT_; i++) {
     if (o->src[i] == CUTE_OPT_FROM_USER) continue;
     const char *v = getenv(rows[i].env);

@@ -9,6 +9,7 @@
  * cute_cuda_set_device chose another).  The launch path is a cached function
  * pointer and one predictable branch.
  */
+#include "core.h"
 #include "cute_cuda.h"
 #include "cudadef.h"
 
@@ -47,17 +48,6 @@ static __thread int t_dev;           /* its ordinal */
 
 /* ---- errors --------------------------------------------------------------- */
 
-static int set_err(cute_err *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int set_err(cute_err *err, int code, const char *fmt, ...) {
-  if (!err) return code;
-  err->code = code;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-  va_end(ap);
-  return code;
-}
 
 static const char *table_name(int r) {
   switch (r) {
@@ -217,7 +207,7 @@ static int check_ordinal(const char *fn, int ordinal, CUdevice *dev, cute_err *e
   int n = 0, s = device_count(&n, err);
   if (s) return s;
   if (ordinal < 0 || ordinal >= n || ordinal >= MAX_DEVICES)
-    return set_err(err, CUTE_E_ARG, "%s: device %d does not exist (%d device%s)", fn,
+    return cute_err_setf(err, CUTE_E_ARG, "%s: device %d does not exist (%d device%s)", fn,
                    ordinal, n, n == 1 ? "" : "s");
   CUresult r = cu.DeviceGet(dev, ordinal);
   return r ? cuda_fail(r, err, "cuDeviceGet(%d)", ordinal) : CUTE_OK;
@@ -301,7 +291,7 @@ int cute_cuda_available(cute_err *err) {
   int n = 0;
   if (device_count(&n, err)) return 0;
   if (n <= 0) {
-    set_err(err, CUTE_E_UNSUPPORTED, "CUDA driver loaded but it sees no device");
+    cute_err_setf(err, CUTE_E_UNSUPPORTED, "CUDA driver loaded but it sees no device");
     return 0;
   }
   return 1;
@@ -310,7 +300,7 @@ int cute_cuda_available(cute_err *err) {
 int cute_cuda_driver_version(int *out, cute_err *err) {
   int s = ensure_driver(err);
   if (s) return s;
-  if (!out) return set_err(err, CUTE_E_ARG, "cute_cuda_driver_version: out is NULL");
+  if (!out) return cute_err_setf(err, CUTE_E_ARG, "cute_cuda_driver_version: out is NULL");
   CUresult r = cu.DriverGetVersion(out);
   return r ? cuda_fail(r, err, "cuDriverGetVersion") : CUTE_OK;
 }
@@ -318,14 +308,14 @@ int cute_cuda_driver_version(int *out, cute_err *err) {
 int cute_cuda_device_count(int *out, cute_err *err) {
   int s = ensure_driver(err);
   if (s) return s;
-  if (!out) return set_err(err, CUTE_E_ARG, "cute_cuda_device_count: out is NULL");
+  if (!out) return cute_err_setf(err, CUTE_E_ARG, "cute_cuda_device_count: out is NULL");
   return device_count(out, err);
 }
 
 int cute_cuda_device_attribute(int ordinal, int attr, int *out, cute_err *err) {
   int s = ensure_driver(err);
   if (s) return s;
-  if (!out) return set_err(err, CUTE_E_ARG, "cute_cuda_device_attribute: out is NULL");
+  if (!out) return cute_err_setf(err, CUTE_E_ARG, "cute_cuda_device_attribute: out is NULL");
   CUdevice dev;
   if ((s = check_ordinal("cute_cuda_device_attribute", ordinal, &dev, err))) return s;
   CUresult r = cu.DeviceGetAttribute(out, attr, dev);
@@ -336,7 +326,7 @@ int cute_cuda_device_attribute(int ordinal, int attr, int *out, cute_err *err) {
 int cute_cuda_device_props(int ordinal, cute_cuda_device_info *out, cute_err *err) {
   int s = ensure_driver(err);
   if (s) return s;
-  if (!out) return set_err(err, CUTE_E_ARG, "cute_cuda_device_props: out is NULL");
+  if (!out) return cute_err_setf(err, CUTE_E_ARG, "cute_cuda_device_props: out is NULL");
   CUdevice dev;
   if ((s = check_ordinal("cute_cuda_device_props", ordinal, &dev, err))) return s;
   memset(out, 0, sizeof *out);
@@ -389,7 +379,7 @@ int cute_cuda_set_device(int ordinal, cute_err *err) {
 int cute_cuda_get_device(int *ordinal, cute_err *err) {
   int s = ensure_ctx(err);
   if (s) return s;
-  if (!ordinal) return set_err(err, CUTE_E_ARG, "cute_cuda_get_device: out is NULL");
+  if (!ordinal) return cute_err_setf(err, CUTE_E_ARG, "cute_cuda_get_device: out is NULL");
   *ordinal = t_dev;
   return CUTE_OK;
 }
@@ -415,7 +405,7 @@ int cute_cuda_mem_info(uint64_t *free_bytes, uint64_t *total_bytes, cute_err *er
 /* ---- streams and events --------------------------------------------------------- */
 
 #define NEED(cond, fn, what) \
-  if (!(cond)) return set_err(err, CUTE_E_ARG, "%s: %s", fn, what)
+  if (!(cond)) return cute_err_setf(err, CUTE_E_ARG, "%s: %s", fn, what)
 
 int cute_cuda_stream_create(void **out, unsigned flags, cute_err *err) {
   int s = ensure_ctx(err);
@@ -666,12 +656,12 @@ int cute_cuda_module_load(const void *image, size_t size, int is_ptx, void **mod
   int elf = (size == 0 || size >= 4) && is_elf(img);
   if (is_ptx < 0) is_ptx = !elf;
   if (is_ptx && elf)
-    return set_err(err, CUTE_E_ARG, "cute_cuda_module_load: the image is an ELF cubin, "
+    return cute_err_setf(err, CUTE_E_ARG, "cute_cuda_module_load: the image is an ELF cubin, "
                                     "not PTX text (pass is_ptx = 0)");
   char *copy = NULL;
   if (is_ptx && size > 0 && !memchr(img, 0, size)) {
     copy = malloc(size + 1);
-    if (!copy) return set_err(err, CUTE_E_NOMEM, "cute_cuda_module_load: out of host memory");
+    if (!copy) return cute_err_setf(err, CUTE_E_NOMEM, "cute_cuda_module_load: out of host memory");
     memcpy(copy, img, size);
     copy[size] = 0;
     img = (const unsigned char *)copy;
@@ -774,7 +764,7 @@ int cute_cuda_func_set_max_dynamic_smem(void *fn, int bytes, cute_err *err) {
   int s = ensure_ctx(err);
   if (s) return s;
   if (bytes < 0)
-    return set_err(err, CUTE_E_ARG, "cute_cuda_func_set_max_dynamic_smem: %d bytes is negative",
+    return cute_err_setf(err, CUTE_E_ARG, "cute_cuda_func_set_max_dynamic_smem: %d bytes is negative",
                    bytes);
   CUresult r = cu.FuncSetAttribute(fn, CUTE_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                    bytes);
@@ -825,7 +815,7 @@ static __attribute__((noinline, cold)) int
 launch_slow(CUresult r, void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
             unsigned by, unsigned bz, unsigned smem, void *stream, void **params,
             cute_err *err) {
-  if (!fn) return set_err(err, CUTE_E_ARG, "cute_cuda_launch: function is NULL");
+  if (!fn) return cute_err_setf(err, CUTE_E_ARG, "cute_cuda_launch: function is NULL");
   int s = ensure_ctx(err);
   if (s) return s;
   if (r < 0 || r == CU_ERR_INVALID_CONTEXT) {  /* not tried yet, or tried without a context */
@@ -874,16 +864,16 @@ int cute_cuda_launch_cluster(void *fn, unsigned gx, unsigned gy, unsigned gz, un
   int s = ensure_ctx(err);
   if (s) return s;
   if (!cx || !cy || !cz)
-    return set_err(err, CUTE_E_ARG, "cute_cuda_launch_cluster: cluster (%u,%u,%u) has a 0 "
+    return cute_err_setf(err, CUTE_E_ARG, "cute_cuda_launch_cluster: cluster (%u,%u,%u) has a 0 "
                    "dimension", cx, cy, cz);
   if (!cu.LaunchKernelEx)
-    return set_err(err, CUTE_E_UNSUPPORTED, "cute_cuda_launch_cluster: this CUDA driver has no "
+    return cute_err_setf(err, CUTE_E_UNSUPPORTED, "cute_cuda_launch_cluster: this CUDA driver has no "
                    "cuLaunchKernelEx (thread-block clusters need CUDA 12.0 or newer)");
   if (g_cluster[t_dev] == 1)
-    return set_err(err, CUTE_E_UNSUPPORTED, "cute_cuda_launch_cluster: device %d does not "
+    return cute_err_setf(err, CUTE_E_UNSUPPORTED, "cute_cuda_launch_cluster: device %d does not "
                    "support thread-block clusters (they need sm_90 or newer)", t_dev);
   if (gx % cx || gy % cy || gz % cz)
-    return set_err(err, CUTE_E_ARG, "cute_cuda_launch_cluster: grid (%u,%u,%u) is not a "
+    return cute_err_setf(err, CUTE_E_ARG, "cute_cuda_launch_cluster: grid (%u,%u,%u) is not a "
                    "multiple of the cluster (%u,%u,%u)", gx, gy, gz, cx, cy, cz);
   struct cute_cu_launch_attr attr;
   memset(&attr, 0, sizeof attr);
@@ -912,7 +902,7 @@ static int bench(int raw, void *fn, int n, unsigned gx, unsigned gy, unsigned gz
                  double *elapsed_us, double *enqueue_us, cute_err *err) {
   const char *name = raw ? "cute_cuda_bench_raw_launch" : "cute_cuda_bench_launch";
   NEED(fn && elapsed_us, name, "function or out is NULL");
-  if (n < 0) return set_err(err, CUTE_E_ARG, "%s: n = %d is negative", name, n);
+  if (n < 0) return cute_err_setf(err, CUTE_E_ARG, "%s: n = %d is negative", name, n);
   int s = ensure_ctx(err);
   if (s) return s;
   CUresult r = cu.StreamSynchronize(stream);
