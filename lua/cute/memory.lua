@@ -57,11 +57,14 @@ local function check_shape(shape, fname)
   return out, n
 end
 
+-- the strides of a compact row-major tensor of this shape (the one helper;
+-- cute.specialise and cute.kernel use it too)
 local function row_major_strides(shape)
   local st, s = {}, 1
   for i = #shape, 1, -1 do st[i], s = s, s * shape[i] end
   return st
 end
+M.row_major = row_major_strides
 
 local function free_cell(cell)
   local p = cell[0]

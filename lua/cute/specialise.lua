@@ -35,12 +35,8 @@ M.is_cute_value = is_cute_value
 -- kernel.lua owns these (set through M.init)
 local tensor_sig, is_scalar, is_host_tensor
 
--- the strides of a compact row-major tensor of this shape (the one helper)
-local function row_major(shape)
-  local st, acc = {}, 1
-  for i = #shape, 1, -1 do st[i] = acc; acc = acc * shape[i] end
-  return st
-end
+-- the strides of a compact row-major tensor of this shape (cute.memory's)
+local row_major = require("cute.memory").row_major
 M.row_major = row_major
 
 local NIL, ENTRY, BAD = {}, {}, {}
