@@ -46,6 +46,17 @@ local function chk(self, r)
   return r
 end
 
+-- tostring(m): "cute.ir module {vadd, helper}" (its functions by name)
+IR.__tostring = function(self)
+  local names = {}
+  for i = 1, C.cute_ir_func_count(self.h) do
+    local p = C.cute_ir_func_name(self.h, i)
+    names[#names + 1] = p ~= nil and ffi.string(p) or "?"
+  end
+  local bad = C.cute_ir_status(self.h, nil) ~= 0 and " (failed: see its error)" or ""
+  return ("cute.ir module {%s}%s"):format(table.concat(names, ", "), bad)
+end
+
 function M.new()
   local h = C.cute_ir_new()
   if h == nil then cf.fail("cute.ir: out of memory") end
