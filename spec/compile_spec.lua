@@ -470,15 +470,7 @@ describe("docs/COMPILE.md", function()
 end)
 
 describe("compile options on the GPU", function()
-  local seed = 4242
-  local function rand_floats(n, lo, hi)
-    local a = ffi.new("float[?]", n)
-    for i = 0, n - 1 do
-      seed = (seed * 1103515245 + 12345) % 2147483648
-      a[i] = lo + (hi - lo) * seed / 2147483648
-    end
-    return a
-  end
+  local rand_floats = util.rand_floats
   -- y = sqrt(x * x + 1) / x + exp(-x) with x in [0.5, 2]: each option set against
   -- a CPU reference in double precision (approximate math: a looser bound)
   for _, case in ipairs({

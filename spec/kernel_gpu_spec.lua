@@ -8,16 +8,7 @@ local f32 = cute.float32
 
 local gpu_it = dofile("spec/support/util.lua").gpu_it
 
-local seed = 12345
-local function rand_floats(n, lo, hi)
-  lo, hi = lo or -1, hi or 1
-  local a = ffi.new("float[?]", n)
-  for i = 0, n - 1 do
-    seed = (seed * 1103515245 + 12345) % 2147483648
-    a[i] = lo + (hi - lo) * seed / 2147483648
-  end
-  return a
-end
+local rand_floats = dofile("spec/support/util.lua").rand_floats
 
 local function rel_err(out, ref, n)
   local num, den = 0, 0

@@ -240,32 +240,46 @@ end
 -- table (flat, or nested for several dimensions) or an ffi array/pointer
 -- (its element type should be dtype's host ctype; other numeric types are
 -- converted).  shape defaults to the table's nesting or the array's length.
+-- Host data (a table, flat or nested, or an ffi array/pointer) as a buffer
+-- of dtype's host ctype: buf, anchor (keep alive until the copy is done), n,
+-- shape.  n_want: the element count the destination has (nil: from shape,
+-- else from the data).  nil when data is neither a table nor cdata.
+local function host_data(data, dtype, shape, n_want, fname)
+  if type(data) == "table" then
+    local flat, fn, fshape = flatten(data, fname)
+    local n = fn
+    if n_want then
+      if fn ~= n_want then argerror(fname, "source has %d elements, destination %d", fn, n_want) end
+    else
+      if shape == nil then shape = fshape end
+      local _
+      _, n = check_shape(shape, fname)
+      if n ~= fn then argerror(fname, "shape %s has %d elements, the data %d", fmt_shape(shape), n, fn) end
+    end
+    local buf = pack(flat, n, dtype, fname)
+    return buf, buf, n, shape
+  elseif type(data) == "cdata" then
+    local n = n_want
+    if not n then
+      if shape == nil then
+        local elem, is_array = cdata_elem(data)
+        if not is_array then argerror(fname, "data is a pointer: pass a shape") end
+        shape = { ffi.sizeof(data) / ffi.sizeof(elem) }
+      end
+      local _
+      _, n = check_shape(shape, fname)
+    end
+    local buf, anchor = host_source(data, dtype, n, fname)
+    return buf, anchor, n, shape
+  end
+end
+
 function M.from_host(data, dtype, shape)
   local fname = "cute.from_host"
   dtype = to_dtype(dtype, fname)
-  local n, src, anchor
-  if type(data) == "table" then
-    local flat, fn, fshape = flatten(data, fname)
-    if shape == nil then shape = fshape end
-    local _
-    _, n = check_shape(shape, fname)
-    if n ~= fn then
-      argerror(fname, "shape %s has %d elements, the data %d", fmt_shape(shape), n, fn)
-    end
-    src = pack(flat, n, dtype, fname)
-    anchor = src
-  elseif type(data) == "cdata" then
-    if shape == nil then
-      local elem, is_array = cdata_elem(data)
-      if not is_array then argerror(fname, "data is a pointer: pass a shape") end
-      shape = { ffi.sizeof(data) / ffi.sizeof(elem) }
-    end
-    local _
-    _, n = check_shape(shape, fname)
-    src, anchor = host_source(data, dtype, n, fname)
-  else
-    argerror(fname, "data is a %s, not a table or an ffi array", type(data))
-  end
+  local src, anchor, _
+  src, anchor, _, shape = host_data(data, dtype, shape, nil, fname)
+  if not src then argerror(fname, "data is a %s, not a table or an ffi array", type(data)) end
   local t = alloc(shape, dtype, fname)
   check(C.cute_cuda_memcpy_htod(t.ptr, src, t._bytes, err))
   local _ = anchor
@@ -294,17 +308,8 @@ function Tensor:copy_from(src, stream)
     end
     return self
   end
-  local buf, anchor
-  if type(src) == "table" then
-    local flat, n = flatten(src, fname)
-    if n ~= self._n then argerror(fname, "source has %d elements, destination %d", n, self._n) end
-    buf = pack(flat, n, self.dtype, fname)
-    anchor = buf
-  elseif type(src) == "cdata" then
-    buf, anchor = host_source(src, self.dtype, self._n, fname)
-  else
-    argerror(fname, "source is a %s, not a tensor, table or ffi array", type(src))
-  end
+  local buf, anchor = host_data(src, self.dtype, nil, self._n, fname)
+  if not buf then argerror(fname, "source is a %s, not a tensor, table or ffi array", type(src)) end
   if sh then
     check(C.cute_cuda_memcpy_htod_async(self.ptr, buf, self._bytes, sh, err))
   else

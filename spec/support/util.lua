@@ -39,6 +39,19 @@ end
 -- (never a pass) naming why there is none.  busted's it/pending live in the
 -- calling spec file's environment.
 local gpu, why
+-- n random floats in [lo, hi) (default -1..1) as a float[n], from one seeded
+-- LCG per process: GPU specs compare against CPU references on them
+local seed = 12345
+function M.rand_floats(n, lo, hi)
+  lo, hi = lo or -1, hi or 1
+  local a = require("ffi").new("float[?]", n)
+  for i = 0, n - 1 do
+    seed = (seed * 1103515245 + 12345) % 2147483648
+    a[i] = lo + (hi - lo) * seed / 2147483648
+  end
+  return a
+end
+
 function M.gpu_it(name, fn)
   if gpu == nil then gpu, why = require("cute").available() end
   local env = getfenv(2)
