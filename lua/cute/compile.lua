@@ -77,15 +77,16 @@ function M.device_arch(ordinal)
   local ok, rt = pcall(require, "cute.runtime")
   if not (ok and rt.available()) then return false end
   if ordinal == nil then
-    ordinal = rt.current_device()
-    if ordinal < 0 then ordinal = 0 end
+    -- the runtime's device (cute.set_device), without creating a context here
+    ordinal = rt.context.device
+    if type(ordinal) ~= "number" or ordinal < 0 then ordinal = 0 end
   end
   local c = device_archs[ordinal]
   if c == nil then
     c = false
-    local d = rt.device(ordinal)
+    local okd, d = pcall(rt.device, ordinal)
     local portable = ffi.new("int[1]")
-    local a = C.cute_arch_for_cc(d.cc[1], d.cc[2], portable)
+    local a = okd and C.cute_arch_for_cc(d.cc[1], d.cc[2], portable) or nil
     if a ~= nil then
       c = { arch = ffi.string(a) }
       if portable[0] ~= 0 then
