@@ -252,6 +252,11 @@ int cute_cuda_bench_launch(void *fn, int n, unsigned gx, unsigned gy, unsigned g
                            double *enqueue_us, cute_err *err);
 /* Monotonic clock in microseconds (for benchmarks written in Lua). */
 double cute_cuda_now_us(void);
+/* Wait for the driver-JIT warm-up thread that the first context starts
+   (no-op otherwise; idempotent).  Must run before exit() while it may be under
+   way: lua_close of a state that loaded cute does it, and so do os.exit and
+   cuteluajit; a C host that calls exit() without lua_close calls it first. */
+void cute_cuda_warmup_wait(void);
 /* CDEF END */
 
 #if defined(__GNUC__)

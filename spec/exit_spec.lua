@@ -80,3 +80,33 @@ describe("process exit", function()
     C.cute_compile_warmup_wait()
   end)
 end)
+
+-- With a GPU: the first context also starts the driver-JIT warm-up thread
+-- (src/cuda.c).  A script that opens a context and ends at once, in either
+-- order with cute.kernel, hung or aborted at exit before that thread was
+-- joined by lua_close / os.exit (seen on an H100 in issue 9).
+local gpu_it = dofile("spec/support/util.lua").gpu_it
+local OPEN = [[
+local cute = require("cute")
+local X = cute.empty({ 16 }, cute.float32)
+]]
+describe("process exit with a GPU context", function()
+  local exe = self_exe()
+  local dir = os.tmpname()
+  local cases = {
+    { "a context, then a trace", OPEN .. TRACE_ONLY },
+    { "a trace, then a context", TRACE_ONLY .. OPEN },
+    { "a context, then a trace, then os.exit", OPEN .. TRACE_ONLY .. "os.exit(0)\n" },
+    { "only a context", OPEN },
+  }
+  for i, c in ipairs(cases) do
+    gpu_it("20 runs of a script with " .. c[1] .. " exit cleanly", function()
+      local script = ("%s_ctx%d.lua"):format(dir, i)
+      write(script, c[2])
+      -- (timeout: a regression hangs; it must fail, not stop the suite)
+      local failed, first = runs(exe, script, 20, "ASAN_OPTIONS=detect_leaks=0 timeout 60 ")
+      os.remove(script)
+      assert.are.equal(0, failed, tostring(first))
+    end)
+  end
+end)

@@ -222,7 +222,7 @@ static int check_ordinal(const char *fn, int ordinal, CUdevice *dev, cute_err *e
  * driver is torn down. */
 
 static pthread_t g_warm_thread;
-static int g_warm_started;
+static int g_warm_started, g_warm_running;
 static CUcontext g_warm_ctx;
 static char g_warm_ptx[512];
 
@@ -234,7 +234,20 @@ static void *jit_warm_main(void *arg) {
   return NULL;
 }
 
-static void warm_join(void) { pthread_join(g_warm_thread, NULL); }
+/* Join the JIT warm-up (idempotent; 1 started, 2 joined).  Like the LLVM
+   warm-up (src/warmup.c) it must not run into exit(): lua_close, os.exit and
+   cuteluajit's main join it first (cute_cuda_warmup_wait); the atexit handler
+   is the last resort. */
+static pthread_mutex_t g_warm_lock = PTHREAD_MUTEX_INITIALIZER;
+void cute_cuda_warmup_wait(void) {
+  pthread_mutex_lock(&g_warm_lock);
+  if (g_warm_started == 1 && g_warm_running) {
+    g_warm_running = 0;
+    pthread_join(g_warm_thread, NULL);
+  }
+  pthread_mutex_unlock(&g_warm_lock);
+}
+static void warm_join(void) { cute_cuda_warmup_wait(); }
 
 static void start_warmup(CUcontext ctx, CUdevice dev) {
   if (g_warm_started || getenv("CUTE_NO_WARMUP")) return;
@@ -243,11 +256,20 @@ static void start_warmup(CUcontext ctx, CUdevice dev) {
   if (cu.DeviceGetAttribute(&major, CUTE_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != 0 ||
       cu.DeviceGetAttribute(&minor, CUTE_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != 0)
     return;
+  /* the oldest PTX ISA that knows the device's target (sm_89/sm_90: 7.8,
+     sm_100/sm_120: 8.7), else the driver refuses the module and nothing warms */
+  int cc = major * 10 + minor;
+  int v = cc >= 100 ? 87 : cc >= 89 ? 78 : cc >= 87 ? 74 : cc >= 86 ? 71 : 70;
   snprintf(g_warm_ptx, sizeof g_warm_ptx,
-           ".version 7.0\n.target sm_%d%d\n.address_size 64\n"
-           ".visible .entry cute_jit_warmup(.param .u64 p)\n{\n  ret;\n}\n", major, minor);
+           ".version %d.%d\n.target sm_%d%d\n.address_size 64\n"
+           ".visible .entry cute_jit_warmup(.param .u64 p)\n{\n  ret;\n}\n", v / 10, v % 10, major, minor);
   g_warm_ctx = ctx;
-  if (pthread_create(&g_warm_thread, NULL, jit_warm_main, NULL) == 0) atexit(warm_join);
+  pthread_mutex_lock(&g_warm_lock);
+  if (pthread_create(&g_warm_thread, NULL, jit_warm_main, NULL) == 0) {
+    g_warm_running = 1;
+    atexit(warm_join);
+  }
+  pthread_mutex_unlock(&g_warm_lock);
 }
 
 static int set_device(int ordinal, cute_err *err) {

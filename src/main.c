@@ -12,6 +12,7 @@
  */
 #include "cute_lua.h"
 #include "cute_ir.h"
+#include "cute_cuda.h"
 
 #include <lua.h>
 #include <lauxlib.h>
@@ -303,6 +304,7 @@ static void usage(void) {
 static int finish(lua_State *L, int code) {
   lua_close(L);
   cute_compile_warmup_wait();
+  cute_cuda_warmup_wait();
   return code;
 }
 

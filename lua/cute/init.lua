@@ -91,14 +91,20 @@ dual("size", tensor.size_of) -- i64 when a tensor's size can exceed 2^31 - 1
 
 cute.version = ffi.string(cf.C.cute_version())
 
--- os.exit skips lua_close (and so the finaliser that waits for the background
--- LLVM warm-up): wait here, before exit() runs LLVM's static destructors.
+-- The background warm-ups (LLVM's, started by cute.kernel; the driver JIT's,
+-- started by the first context) never run into exit(): lua_close runs this
+-- finaliser, and os.exit (which skips lua_close) waits first.
+package.loaded["cute.warmup_guard"] = ffi.gc(ffi.new("char[1]"), function()
+  cf.C.cute_compile_warmup_wait()
+  cf.C.cute_cuda_warmup_wait()
+end)
 do
   local os_exit = os.exit
   if not rawequal(os_exit, nil) and not package.loaded["cute.exit_wrapped"] then
     package.loaded["cute.exit_wrapped"] = true
     os.exit = function(...)
       cf.C.cute_compile_warmup_wait()
+      cf.C.cute_cuda_warmup_wait()
       return os_exit(...)
     end
   end
