@@ -150,13 +150,5 @@ LLVMValueRef cg_math(cg *g, const ir_inst *in, int op, LLVMValueRef x, LLVMValue
 LLVMValueRef cg_access(cg *g, const ir_inst *in, int32_t t, int sp, LLVMValueRef p, LLVMValueRef val);
 LLVMValueRef cg_atom(cg *g, const ir_inst *in, const int32_t *a);
 
-/* kernel ABI (nvptx_abi.c): LLVM type of a parameter, byval/grid_constant
-   attributes of kernel fi's bytes parameters */
-LLVMTypeRef cg_param_type(cg *g, int32_t t);
-void cg_kernel_params(cg *g, LLVMValueRef fn, int32_t fi);
-/* PTX ISA version the IR's features need (77 with grid_constant parameters; 0: any) */
-int cg_min_ptx(cute_ir *ir);
-/* PTX text with "<kernel>_param_<i>" renamed after the IR parameter names (malloc'ed) */
-char *cg_ptx_param_names(cute_ir *ir, const char *ptx);
 
 #endif

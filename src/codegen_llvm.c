@@ -116,7 +116,7 @@ static int declare_funcs(cg *g) {
     ir_func *f = &ir->funcs[fi];
     LLVMTypeRef pt[64];
     if (f->nparams > 64) return cg_fail(g, NULL, "%s: more than 64 parameters", ir_strget(ir, f->name));
-    for (int i = 0; i < f->nparams; i++) pt[i] = cg_param_type(g, f->inst[i + 1].type);
+    for (int i = 0; i < f->nparams; i++) pt[i] = g->tgt->param_type(g, f->inst[i + 1].type);
     g->fnty[fi] = LLVMFunctionType(cg_type(g, f->ret), pt, (unsigned)f->nparams, 0);
     LLVMValueRef fn = LLVMAddFunction(g->M, ir_strget(ir, f->name), g->fnty[fi]);
     g->fn[fi] = fn;
@@ -170,7 +170,7 @@ cg *cg_new(cute_ir *ir, const cute_compile_opts *o, const char *arch, char *msg,
   g->arch_specific = arch[strlen(arch) - 1] == 'a';
   g->sm = atoi(arch + 3);
   g->ptx_req = o->ptx_version;
-  g->ptx = o->ptx_version ? o->ptx_version : target_default_ptx(arch);
+  g->ptx = o->ptx_version ? o->ptx_version : g->tgt ? g->tgt->default_version(arch) : 0;
   g->opt = o->opt_level;
   g->fast_math = o->fast_math;
   g->ftz = o->ftz || o->fast_math;
@@ -203,15 +203,8 @@ int cg_lower(cg *g, char **text) {
   char *msg = g->err;
   size_t cap = g->errcap;
   if (!g->tgt) { snprintf(msg, cap, "arch '%.40s': no target emits it", g->arch); return CUTE_E_UNSUPPORTED; }
-  int need = cg_min_ptx(ir); /* e.g. grid_constant parameters: cvta.param needs sm_70 and PTX 7.7 */
-  if (need) {
-    if (g->sm < 70 || (g->ptx_req && g->ptx_req < need)) {
-      snprintf(msg, cap, "grid_constant parameters need sm_70 and PTX %d.%d or newer (arch %s, PTX %d)", need / 10,
-               need % 10, g->arch, g->ptx_req);
-      return CUTE_E_UNSUPPORTED;
-    }
-    if (!g->ptx_req && g->ptx < need) g->ptx_req = g->ptx = need;
-  }
+  int prc = g->tgt->prepare(g, msg, cap);
+  if (prc) return prc;
   target_lock();
   g->tm = g->tgt->machine(g, msg, cap);
   target_unlock();
@@ -397,7 +390,7 @@ int cg_emit(cg *g, char **text) {
   }
   char *raw = dup_n(LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
   LLVMDisposeMemoryBuffer(buf);
-  *text = raw ? cg_ptx_param_names(g->ir, raw) : NULL; /* kernel parameters named as in Lua */
+  *text = raw ? g->tgt->finish_text(g, raw) : NULL;
   free(raw);
   return *text ? 0 : CUTE_E_NOMEM;
 }

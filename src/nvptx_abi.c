@@ -2,6 +2,7 @@
  * (bytes) parameters as byval + grid_constant, the PTX ISA version the IR's
  * features need, and PTX parameter names taken from the IR. */
 #include "codegen.h"
+#include "target.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +10,7 @@
 
 /* ---- kernel ABI: by-value parameters ------------------------------------------------ */
 /* LLVM type of a parameter: a bytes<N,A> parameter is a byval pointer. */
-LLVMTypeRef cg_param_type(cg *g, int32_t t) {
+LLVMTypeRef nvptx_param_type(cg *g, int32_t t) {
   return g->ir->types[t].kind == CUTE_T_BYTES ? g->tptr : cg_type(g, t);
 }
 
@@ -17,7 +18,7 @@ LLVMTypeRef cg_param_type(cg *g, int32_t t) {
    .param .align A .b8 name[N]); the grid_constant ones are listed in one
    !nvvm.annotations "grid_constant" entry (1-based), so that their address is
    the parameter itself (cvta.param) rather than a local copy. */
-void cg_kernel_params(cg *g, LLVMValueRef fn, int32_t fi) {
+void nvptx_kernel_params(cg *g, LLVMValueRef fn, int32_t fi) {
   ir_func *f = &g->ir->funcs[fi];
   LLVMMetadataRef idx[64];
   int nidx = 0;
@@ -51,7 +52,7 @@ static int valid_ident(const char *s) {
    "<kernel>_param_<i>" becomes "<kernel>_param_<name>" where the name is an
    identifier, unique among the kernel's parameters.  malloc'ed; NULL if out
    of memory. */
-char *cg_ptx_param_names(cute_ir *ir, const char *ptx) {
+char *nvptx_ptx_param_names(cute_ir *ir, const char *ptx) {
   ir_buf b = {0};
   const char *p = ptx;
   while (*p) {
@@ -90,7 +91,7 @@ char *cg_ptx_param_names(cute_ir *ir, const char *ptx) {
   return b.p;
 }
 
-int cg_min_ptx(cute_ir *ir) {
+int nvptx_min_ptx(cute_ir *ir) {
   for (int32_t fi = 1; fi < ir->nfuncs; fi++)
     for (int i = 1; i <= ir->funcs[fi].nparams; i++)
       if (ir->funcs[fi].inst[i].imm2 & CUTE_P_GRID_CONSTANT) return 77;

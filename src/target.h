@@ -30,15 +30,36 @@ typedef struct cute_target {
   /* lower one op that gen_body leaves to the target (special registers,
      barriers, shuffles, atomics, math, asm...: the target's op table) */
   LLVMValueRef (*op)(cg *g, const cg_op *o);
+  /* the ISA version an arch gets when none is asked for (0: none) */
+  int (*default_version)(const char *arch);
+  /* checks and settings from the module's content before the machine is
+     made (NVPTX: grid_constant parameters need PTX 7.7); 0 or a CUTE_E_* */
+  int (*prepare)(cg *g, char *msg, size_t cap);
+  /* the LLVM type a kernel parameter of IR type t is passed as */
+  LLVMTypeRef (*param_type)(cg *g, int32_t t);
+  /* the emitted text, rewritten (NVPTX: parameter names from the IR);
+     malloc'ed, NULL when out of memory */
+  char *(*finish_text)(cg *g, const char *text);
 } cute_target;
 
+/* the targets (target.c: the list, the lock; one file per target) */
 IR_HIDDEN extern const cute_target target_nvptx;
-/* the NVPTX target's op table (nvptx_ops.c) */
-IR_HIDDEN LLVMValueRef nvptx_op(cg *g, const cg_op *o);
 /* the target that emits arch (NULL: none) */
 IR_HIDDEN const cute_target *target_for_arch(const char *arch);
 /* LLVM's target machines and passes are shared: the narrow compile lock */
 IR_HIDDEN void target_lock(void);
 IR_HIDDEN void target_unlock(void);
+
+/* the NVPTX target's parts in other files: its op table (nvptx_ops.c) and its
+   kernel ABI (nvptx_abi.c): the LLVM type of a parameter, the byval /
+   grid_constant attributes of kernel fi's bytes parameters, the PTX ISA
+   version the IR's features need (77 with grid_constant parameters; 0: any),
+   and the PTX with "<kernel>_param_<i>" renamed after the IR's parameter
+   names (malloc'ed) */
+IR_HIDDEN LLVMValueRef nvptx_op(cg *g, const cg_op *o);
+IR_HIDDEN LLVMTypeRef nvptx_param_type(cg *g, int32_t t);
+IR_HIDDEN void nvptx_kernel_params(cg *g, LLVMValueRef fn, int32_t fi);
+IR_HIDDEN int nvptx_min_ptx(cute_ir *ir);
+IR_HIDDEN char *nvptx_ptx_param_names(cute_ir *ir, const char *ptx);
 
 #endif

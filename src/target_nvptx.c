@@ -95,10 +95,7 @@ int cg_arch_feature_check(cg *g, const ir_inst *in, const char *ptx) {
 
 static int nvptx_arch_ok(const char *arch) { return arch_index(arch) >= 0; }
 
-/* ---- the compile lock and the target machine cache ------------------------------------ */
-static pthread_mutex_t tm_lock = PTHREAD_MUTEX_INITIALIZER;
-void target_lock(void) { pthread_mutex_lock(&tm_lock); }
-void target_unlock(void) { pthread_mutex_unlock(&tm_lock); }
+/* ---- the target machine cache (built under target.c's lock) ---------------------------- */
 
 /* Target machines are created once per (arch, PTX version, level) and never
    disposed: lowering runs outside the lock with the machine it got, so an
@@ -171,7 +168,7 @@ static void launch_bounds(const cg *g, const ir_func *f, int *maxntid, int *minc
 static void nvptx_kernel_abi(cg *g, LLVMValueRef fn, const ir_func *f) {
   LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
   annotate(g, fn, "kernel", 1);
-  cg_kernel_params(g, fn, (int32_t)(f - g->ir->funcs)); /* by-value (grid_constant) parameters */
+  nvptx_kernel_params(g, fn, (int32_t)(f - g->ir->funcs)); /* by-value (grid_constant) parameters */
   int maxntid, minctasm;
   launch_bounds(g, f, &maxntid, &minctasm);
   if (maxntid) annotate(g, fn, "maxntidx", maxntid);
@@ -274,6 +271,23 @@ static int nvptx_link_libraries(cg *g, ir_buf *log, char *msg, size_t cap) {
   return 0;
 }
 
+/* grid_constant parameters (cvta.param) need sm_70 and PTX 7.7: raised when
+   no version was asked for, an error when a lower one was */
+static int nvptx_prepare(cg *g, char *msg, size_t cap) {
+  int need = nvptx_min_ptx(g->ir);
+  if (!need) return 0;
+  if (g->sm < 70 || (g->ptx_req && g->ptx_req < need)) {
+    snprintf(msg, cap, "grid_constant parameters need sm_70 and PTX %d.%d or newer (arch %s, PTX %d)", need / 10,
+             need % 10, g->arch, g->ptx_req);
+    return CUTE_E_UNSUPPORTED;
+  }
+  if (!g->ptx_req && g->ptx < need) g->ptx_req = g->ptx = need;
+  return 0;
+}
+
+/* kernel parameters named as in Lua (<kernel>_param_<name>) */
+static char *nvptx_finish_text(cg *g, const char *text) { return nvptx_ptx_param_names(g->ir, text); }
+
 const cute_target target_nvptx = {
     .name = "nvptx",
     .triple = TRIPLE,
@@ -285,6 +299,10 @@ const cute_target target_nvptx = {
     .link_libraries = nvptx_link_libraries,
     .pre_passes = nvptx_pre_passes,
     .op = nvptx_op,
+    .default_version = target_default_ptx,
+    .prepare = nvptx_prepare,
+    .param_type = nvptx_param_type,
+    .finish_text = nvptx_finish_text,
 };
 
-const cute_target *target_for_arch(const char *arch) { return target_nvptx.arch_ok(arch) ? &target_nvptx : NULL; }
+
