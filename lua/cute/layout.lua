@@ -25,7 +25,7 @@ local N_INT, N_TUPLE, N_UNDER, N_LAYOUT = C.CUTE_N_INT, C.CUTE_N_TUPLE, C.CUTE_N
 local V_INT, V_TUPLE, V_LAYOUT, V_COMPOSED, V_SWIZZLE, V_TILER, V_UNDER =
   C.CUTE_V_INT, C.CUTE_V_TUPLE, C.CUTE_V_LAYOUT, C.CUTE_V_COMPOSED, C.CUTE_V_SWIZZLE,
   C.CUTE_V_TILER, C.CUTE_V_UNDER
-local MAXN = 128
+local MAXN = C.CUTE_MAX_NODES -- (include/cute.h: the node capacity of a value)
 local fail = cf.fail
 
 -- The "_" placeholder of tilers and slice coordinates.
@@ -73,7 +73,7 @@ end
 -- Append the tree of Lua value x to cv starting at node index i; returns next index.
 -- mode: "tuple" (ints and _ only) or "tiler" (layouts allowed).
 local function put(cv, i, x, what)
-  if i >= MAXN then fail(what .. ": value has more than 128 nodes") end
+  if i >= MAXN then fail(what .. ": value has more than " .. MAXN .. " nodes") end
   local nd = cv.node[i]
   if type(x) == "table" then
     if x == underscore then
@@ -97,7 +97,7 @@ local function put(cv, i, x, what)
     end
     check_value(x, what)
     local n = x.n
-    if i + 1 + n > MAXN then fail(what .. ": value has more than 128 nodes") end
+    if i + 1 + n > MAXN then fail(what .. ": value has more than " .. MAXN .. " nodes") end
     nd.kind = N_LAYOUT; nd.span = n + 1; nd.a = 0; nd.b = 0
     ffi.copy(cv.node + i + 1, x.node, n * NODE)
     return i + 1 + n
@@ -382,7 +382,7 @@ M.slice_ = M.slice
 ---------------------------------------------------------------------------
 -- Build a LAYOUT cute_value from shape and stride Lua trees.
 local function put_layout(cv, i, s, d, shape, stride)
-  if i >= MAXN then fail("cute.make_layout: layout has more than 128 nodes") end
+  if i >= MAXN then fail("cute.make_layout: layout has more than " .. MAXN .. " nodes") end
   local nd = cv.node[i]
   if type(s) == "table" then
     if type(d) ~= "table" or #d ~= #s then
