@@ -72,12 +72,14 @@ describe("cute.arch.mma_sync", function()
     end
   end)
 
-  it("m16n8k8 f16, with f32 and with f16 accumulators", function()
+  it("m16n8k8 f16, with f32 and with f16 accumulators; bf16 with f32", function()
     local k = mma_kernel(f16, "m16n8k8", f32)
     local r = build(k, "sm_80", { "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32" },
       spec1(128, f16), spec1(64, f16), spec1(128, f32))
     assert.is_truthy(r.ptx:find("mma%.sync[^\n]-{%%f%d+,%%f%d+,%%f%d+,%%f%d+}, {%%r%d+,%%r%d+}, {%%r%d+}, " ..
       "{%%f%d+,%%f%d+,%%f%d+,%%f%d+};"), r.ptx)
+    build(mma_kernel(bf16, "m16n8k8", f32), "sm_80", { "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32" },
+      spec1(128, bf16), spec1(64, bf16), spec1(128, f32))
     local kh = mma_kernel(f16, "m16n8k8", f16)
     local rh = build(kh, "sm_80", { "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16" },
       spec1(128, f16), spec1(64, f16), spec1(128, f16))
@@ -164,6 +166,15 @@ describe("register fragments", function()
     e = trace_error(dyn, spec1(4, f32))
     at_line(e, "MARK-dyn")
     assert.is_truthy(has(e, "(a traced value)"), e)
+    -- made inside a loop, used after it
+    local late = cute.kernel(function(A, n)
+      local f
+      for _ in cute.range(n) do f = cute.arch.make_fragment_regs(f32, 2) end
+      A[0] = f[0] -- MARK-late
+    end, { frontend = false }) -- (the front end refuses the Lua variable itself)
+    e = trace_error(late, spec1(4, f32), cute.Int32(2))
+    at_line(e, "MARK-late")
+    assert.is_truthy(has(e, "inside a loop or branch that has ended"), e)
   end)
 end)
 
