@@ -138,6 +138,50 @@ end
 
 local CP = { { 4, "ca" }, { 8, "ca" }, { 16, "ca" }, { 16, "cg" } }
 
+-- a 16 x 8 x K product in K / 16 steps of a traced loop: the accumulator
+-- fragment is carried through cute.range, A and B fragments made per step
+local function mma_kloop_kernel(ab)
+  return cute.kernel(function(A, B, D, ksteps)
+    local lane = cute.arch.lane_idx()
+    local g, t = cute.div(lane, 4), cute.rem(lane, 4)
+    local acc = cute.arch.make_fragment_regs(f32, 4)
+    local mma = cute.arch.mma_sync{ shape = "m16n8k16", a_type = ab, b_type = ab, c_type = f32, d_type = f32 }
+    for kk in cute.range(ksteps) do
+      local a = cute.arch.make_fragment_regs(ab, 8)
+      local b = cute.arch.make_fragment_regs(ab, 4)
+      for i = 0, 7 do
+        local dr, dc = a_rc(i)
+        a[i] = A[{ g + dr, kk * 16 + 2 * t + dc }]
+      end
+      for i = 0, 3 do b[i] = B[{ kk * 16 + 2 * t + b_kn(i), g }] end
+      mma(acc, a, b)
+    end
+    for i = 0, 3 do
+      local dr, dc = c_rc(i)
+      D[{ g + dr, 2 * t + dc }] = acc[i]
+    end
+  end, { name = "mma_kloop" })
+end
+
+-- stmatrix.x4 (sm_90): lane l's register j holds the 16-bit values
+-- 2 (4 l + j) (low half) and 2 (4 l + j) + 1; lane l gives the address of row
+-- l of a 32 x 8 u16 tile (matrix j = rows 8j..8j+7).  Row 8j + l / 4, columns
+-- 2 (l % 4) and 2 (l % 4) + 1 of the tile receive lane l's register j.
+local function stmatrix_kernel()
+  return cute.kernel(function(O)
+    local lane = cute.arch.lane_idx()
+    local s = cute.make_shared_tensor(cute.make_layout({ 32, 8 }, { 8, 1 }), cute.uint16)
+    local f = cute.arch.make_fragment_regs(cute.uint32, 4)
+    for j = 0, 3 do
+      local lo = (lane * 4 + j) * 2
+      f[j] = lo + (lo + 1) * 65536
+    end
+    cute.arch.stmatrix(s:ptr_at({ lane, 0 }), f, { num_matrices = 4 })
+    cute.arch.sync_threads()
+    for c = 0, 7 do O[{ lane, c }] = s[{ lane, c }] end
+  end, { name = "stmatrix_x4" })
+end
+
 describe("tensor-core operations compile (no GPU needed)", function()
   it("the GPU spec's kernels assemble for sm_80", function()
     local has_ptxas = require("cute.ffi").C.cute_ptxas_path() ~= nil
@@ -156,6 +200,10 @@ describe("tensor-core operations compile (no GPU needed)", function()
     end
     ok(mma_regs_kernel(f16, 8), "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32",
       ts({ 16, 8 }, f16), ts({ 8, 8 }, f16), ts({ 16, 8 }, f32), ts({ 16, 8 }, f32))
+    ok(mma_kloop_kernel(bf16), "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+      ts({ 16, 64 }, bf16), ts({ 64, 8 }, bf16), ts({ 16, 8 }, f32), cute.Int32(4))
+    local r = stmatrix_kernel():with({ arch = "sm_90a", use_ptxas = has_ptxas }):compile(ts({ 32, 8 }, cute.uint16))
+    assert.is_truthy(util.has(r.ptx, "stmatrix.sync.aligned.m8n8.x4.shared.b16"), r.ptx)
     for _, c in ipairs(CP) do
       ok(cp_async_kernel(c[1], c[2]), ("cp.async.%s.shared.global"):format(c[2]),
         ts({ 32, 16 }, u8), ts({ 32, 16 }, u8), cute.Int32(500))
@@ -205,9 +253,10 @@ describe("tensor-core operations on the GPU", function()
     for i = 1, 512 do G[i] = math.floor(r[i - 1]) end
     local dG = cute.from_host(G, u8, { 32, 16 })
     for _, c in ipairs(CP) do
+      local k = cp_async_kernel(c[1], c[2])
       for _, n in ipairs({ 512, 500, 243, 16, 0 }) do
         local dO = cute.zeros({ 32, 16 }, u8)
-        cp_async_kernel(c[1], c[2]):launch{ grid = 1, block = 32 }(dG, dO, n)
+        k:launch{ grid = 1, block = 32 }(dG, dO, n)
         local got = dO:to_host()
         local want = {}
         for i = 1, 512 do want[i] = i <= n and G[i] or 0 end
@@ -216,5 +265,36 @@ describe("tensor-core operations on the GPU", function()
       end
     end
     dG:free()
+  end)
+
+  gpu_it("mma_sync accumulating through a traced k loop (16 x 8 x 64, bf16)", function()
+    local K = 64
+    local A, B = rand_eighths(16 * K), rand_eighths(K * 8)
+    local zero = {}
+    for i = 1, 128 do zero[i] = 0 end
+    local dA, dB, dD = cute.from_host(A, bf16, { 16, K }), cute.from_host(B, bf16, { K, 8 }), cute.zeros({ 16, 8 }, f32)
+    mma_kloop_kernel(bf16):launch{ grid = 1, block = 32 }(dA, dB, dD, K / 16)
+    check(dD:to_host(), ref_mma(A, B, zero, 16, 8, K), 128, "k loop")
+    for _, t in ipairs({ dA, dB, dD }) do t:free() end
+  end)
+
+  gpu_it("stmatrix.x4 on sm_90: each lane's registers land at the documented rows and columns", function()
+    local arch = require("cute.compile").device_arch()
+    if not (arch and tonumber(arch:match("^sm_(%d+)")) >= 90) then
+      pending("stmatrix needs sm_90; the device is " .. tostring(arch))
+      return
+    end
+    local dO = cute.zeros({ 32, 8 }, cute.uint16)
+    stmatrix_kernel():launch{ grid = 1, block = 32 }(dO)
+    local want = {}
+    for l = 0, 31 do
+      for j = 0, 3 do
+        for h = 0, 1 do
+          want[(8 * j + math.floor(l / 4)) * 8 + 2 * (l % 4) + h + 1] = (l * 4 + j) * 2 + h
+        end
+      end
+    end
+    check(dO:to_host(), want, 256, "stmatrix.x4")
+    dO:free()
   end)
 end)

@@ -109,6 +109,14 @@ describe("cute.arch.mma_sync", function()
   it("mismatched operands are errors at the user's line", function()
     local mma = cute.arch.mma_sync{ shape = "m16n8k16", a_type = "bf16", b_type = "bf16", c_type = "f32", d_type = "f32" }
     assert.are.equal("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", mma.ptx)
+    -- the same instruction from CuTe DSL's numeric types and from dtype names
+    assert.are.equal(mma.ptx, cute.arch.mma_sync{ shape = "m16n8k16", a_type = cute.BFloat16, b_type = cute.BFloat16,
+      c_type = cute.Float32, d_type = cute.Float32 }.ptx)
+    assert.are.equal("mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f32", cute.arch.mma_sync{ shape = "m16n8k8",
+      a_type = "float16", c_type = "Float32", d_type = cute.float16 }.ptx)
+    local ok0, m0 = pcall(function() cute.arch.mma_sync{ shape = "m16n8k16", a_type = "int8" } end)
+    assert.is_false(ok0)
+    assert.is_truthy(has(tostring(m0), "a_type i8: expected f16 or bf16"), tostring(m0))
     local function k_with(na, ae, nd, de)
       return cute.kernel(function(Dt)
         local a = cute.arch.make_fragment_regs(ae, na)

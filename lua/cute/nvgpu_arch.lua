@@ -46,13 +46,19 @@ local function op(opc, t, args, imm)
   return mk(C.cute_ir_op(s.ir, opc, t, #args, refs_of(args), imm or 0, 0), t)
 end
 
--- IR element type of a dtype argument: a runtime dtype (cute.bfloat16) or an
--- IR or dtype name ("bf16", "bfloat16")
+-- IR element type of a dtype argument: a runtime dtype (cute.bfloat16), a
+-- numeric type (cute.BFloat16) or a name ("bf16", "bfloat16", "BFloat16")
 local function elem_of(x, what)
   if type(x) == "table" and x.ir and tr.tinfo[x.ir] then return x.ir end
   if type(x) == "string" then
-    local info = dt.by_ir[x] or dt.by_dtype[x]
+    local info = dt.by_ir[x] or dt.by_dtype[x] or dt.by_cute[x]
     if info then return info.code end
+  end
+  if type(x) == "function" then -- CuTe DSL's numeric types: cute.BFloat16, cute.Float32
+    local kern = require("cute.kernel")
+    for _, n in ipairs(dt.cute_names) do
+      if kern[n] == x then return dt.by_cute[n].code end
+    end
   end
   fail(("%s: unknown dtype %s"):format(what, tostring(x)))
 end
