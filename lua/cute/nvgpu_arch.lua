@@ -47,7 +47,7 @@ local function op(opc, t, args, imm)
 end
 
 -- IR element type of a dtype argument: a runtime dtype (cute.bfloat16), a
--- numeric type (cute.BFloat16) or a name ("bf16", "bfloat16", "BFloat16")
+-- numeric type (cute.BFloat16) or a name (IR, dtype or CuTe DSL spelling)
 local function elem_of(x, what)
   if type(x) == "table" and x.ir and tr.tinfo[x.ir] then return x.ir end
   if type(x) == "string" then
