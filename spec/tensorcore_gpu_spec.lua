@@ -52,7 +52,8 @@ local function a_rc(i) return 8 * (math.floor(i / 2) % 2), (i % 2) + 8 * math.fl
 local function b_kn(i) return (i % 2) + 8 * math.floor(i / 2) end
 local function c_rc(i) return 8 * math.floor(i / 2), i % 2 end
 
-local function mma_regs_kernel(ab, K)
+local function mma_regs_kernel(ab, K, acc)
+  acc = acc or f32
   local shape = K == 16 and "m16n8k16" or "m16n8k8"
   local na, nb = K / 2, K / 4
   return cute.kernel(function(A, B, Cm, D)
@@ -60,7 +61,7 @@ local function mma_regs_kernel(ab, K)
     local g, t = cute.div(lane, 4), cute.rem(lane, 4)
     local a = cute.arch.make_fragment_regs(ab, na)
     local b = cute.arch.make_fragment_regs(ab, nb)
-    local c = cute.arch.make_fragment_regs(f32, 4)
+    local c = cute.arch.make_fragment_regs(acc, 4)
     for i = 0, na - 1 do
       local dr, dc = a_rc(i)
       a[i] = A[{ g + dr, 2 * t + dc }]
@@ -70,14 +71,14 @@ local function mma_regs_kernel(ab, K)
       local dr, dc = c_rc(i)
       c[i] = Cm[{ g + dr, 2 * t + dc }]
     end
-    local mma = cute.arch.mma_sync{ shape = shape, a_type = ab, b_type = ab, c_type = f32, d_type = f32 }
-    local d = cute.arch.make_fragment_regs(f32, 4)
+    local mma = cute.arch.mma_sync{ shape = shape, a_type = ab, b_type = ab, c_type = acc, d_type = acc }
+    local d = cute.arch.make_fragment_regs(acc, 4)
     mma(d, a, b, c)
     for i = 0, 3 do
       local dr, dc = c_rc(i)
       D[{ g + dr, 2 * t + dc }] = d[i]
     end
-  end, { name = "mma_regs_" .. shape })
+  end, { name = "mma_regs_" .. shape .. "_" .. acc.name })
 end
 
 -- A 16x16 and B 16x8 (row-major) staged in shared memory, then ldmatrix.x4
@@ -200,6 +201,8 @@ describe("tensor-core operations compile (no GPU needed)", function()
     end
     ok(mma_regs_kernel(f16, 8), "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32",
       ts({ 16, 8 }, f16), ts({ 8, 8 }, f16), ts({ 16, 8 }, f32), ts({ 16, 8 }, f32))
+    ok(mma_regs_kernel(f16, 16, f16), "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16",
+      ts({ 16, 16 }, f16), ts({ 16, 8 }, f16), ts({ 16, 8 }, f16), ts({ 16, 8 }, f16))
     ok(mma_kloop_kernel(bf16), "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
       ts({ 16, 64 }, bf16), ts({ 64, 8 }, bf16), ts({ 16, 8 }, f32), cute.Int32(4))
     local r = stmatrix_kernel():with({ arch = "sm_90a", use_ptxas = has_ptxas }):compile(ts({ 32, 8 }, cute.uint16))
@@ -265,6 +268,27 @@ describe("tensor-core operations on the GPU", function()
       end
     end
     dG:free()
+  end)
+
+  gpu_it("mma_sync m16n8k16 f16 with f16 accumulators (C and D as f16[4])", function()
+    local half_to_float = require("cute.dtype").half_to_float
+    for _ = 1, 3 do
+      -- multiples of 1/4 in [-1, 1): every partial sum is exact in f16
+      local function quarters(n)
+        local t = rand_eighths(n)
+        for i = 1, n do t[i] = math.floor(t[i] * 2) / 4 end
+        return t
+      end
+      local A, B, Cm = quarters(256), quarters(128), quarters(128)
+      local dA, dB = cute.from_host(A, f16, { 16, 16 }), cute.from_host(B, f16, { 16, 8 })
+      local dC, dD = cute.from_host(Cm, f16, { 16, 8 }), cute.zeros({ 16, 8 }, f16)
+      mma_regs_kernel(f16, 16, f16):launch{ grid = 1, block = 32 }(dA, dB, dC, dD)
+      local bits = dD:to_host()
+      local got = {}
+      for i = 0, 127 do got[i] = half_to_float(bits[i]) end
+      check(got, ref_mma(A, B, Cm, 16, 8, 16), 128, "f16 m16n8k16, f16 accumulators")
+      for _, t in ipairs({ dA, dB, dC, dD }) do t:free() end
+    end
   end)
 
   gpu_it("mma_sync accumulating through a traced k loop (16 x 8 x 64, bf16)", function()

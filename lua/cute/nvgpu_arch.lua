@@ -165,7 +165,7 @@ local function arr_type(e, n) return C.cute_ir_t_array(tr.state().ir, e, n) end
 
 -- cute.arch.make_fragment_regs(dtype, n [, init = 0]): n registers of dtype
 function M.make_fragment_regs(dtype, n, init)
-  local s = S("cute.arch.make_fragment_regs")
+  S("cute.arch.make_fragment_regs")
   local e = elem_of(dtype, "cute.arch.make_fragment_regs")
   if type(n) ~= "number" or n % 1 ~= 0 or n < 1 or n > C.CUTE_ARR_MAX then
     fail(("cute.arch.make_fragment_regs: n = %s: must be a Lua integer from 1 to %d"):format(tostring(n),
@@ -173,7 +173,6 @@ function M.make_fragment_regs(dtype, n, init)
   end
   local iv = tr.lift(init or 0, e)
   if iv.t ~= e then iv = tr.cvt(iv, e) end
-  local _ = s
   return frag_of_value(op(OP.VEC, arr_type(e, n), { iv }), "cute.arch.make_fragment_regs")
 end
 
