@@ -363,4 +363,7 @@ function M.assert_(cond, msg)
   chk(C.cute_ir_assert(s.ir, c.ref, msg or "assertion failed"))
 end
 
+-- tensor-core instructions (mma.sync, ldmatrix, stmatrix, cp.async): cute.nvgpu_arch
+require("cute.nvgpu_arch").install(arch)
+
 return M

@@ -269,6 +269,8 @@ function Kernel:trace(...)
   if ir == nil then cf.fail("cute.kernel: out of memory") end
   ir = ffi.gc(ir, C.cute_ir_free)
   local prev = tr.begin(ir)
+  -- the target, for operations that need a newer SM (cute.arch.cp_async: sm_80)
+  tr.state().arch = self.options and self.options:for_current_device("cute.kernel " .. self.name).values.arch
   local plan = {} -- per kernel parameter: { kind = "ptr"|"scalar"|"dim", arg = i, ... }
   local ok, err = xpcall(function()
     C.cute_ir_func(ir, self.name, C.CUTE_FN_KERNEL, T.VOID or 1)
