@@ -1,0 +1,360 @@
+-- MMA atoms (lua/cute/mma.lua): the ops of cute.nvgpu.warp and cute.nvgpu,
+-- cute.make_mma_atom, the atoms' thread-value layouts against CuTe's
+-- (cute/atom/mma_traits_sm80.hpp, mma_traits_sm89.hpp, mma_traits.hpp) and
+-- against the PTX ISA's fragment layouts, the instruction each atom issues
+-- (assembled by ptxas when present), and the errors for bad ops.
+local cute = require("cute")
+local PTXAS = require("cute.ir").ptxas_path()
+
+local warp = cute.nvgpu.warp
+
+local function err_of(f)
+  local ok, e = pcall(f)
+  assert(not ok, "expected an error")
+  return tostring(e)
+end
+
+-- CuTe's layouts, as the C++ traits spell them (static integers dropped).
+local SM80_8x4 = "((4,8),1):((8,1),0)"
+local SM80_8x8_Row = "((4,8),2):((16,1),8)"
+local SM80_8x16_Row = "((4,8),4):((32,1),8)"
+local SM80_16x8_Row = "((4,8),(2,2)):((32,1),(16,8))"
+local cute_layouts = {
+  { "f16 m16n8k8 f16 acc", function() return warp.MmaF16BF16Op { ab_dtype = cute.float16, acc_dtype = cute.float16, shape_mnk = { 16, 8, 8 } } end,
+    SM80_16x8_Row, SM80_8x8_Row, SM80_16x8_Row },
+  { "bf16 m16n8k8", function() return warp.MmaF16BF16Op { ab_dtype = cute.bfloat16, acc_dtype = cute.float32, shape_mnk = { 16, 8, 8 } } end,
+    SM80_16x8_Row, SM80_8x8_Row, SM80_16x8_Row },
+  { "f16 m16n8k16", function() return warp.MmaF16BF16Op { ab_dtype = cute.float16, acc_dtype = cute.float32, shape_mnk = { 16, 8, 16 } } end,
+    "((4,8),(2,2,2)):((32,1),(16,8,128))", "((4,8),(2,2)):((16,1),(8,64))", SM80_16x8_Row },
+  { "bf16 m16n8k16", function() return warp.MmaF16BF16Op { ab_dtype = cute.bfloat16, acc_dtype = cute.float32, shape_mnk = { 16, 8, 16 } } end,
+    "((4,8),(2,2,2)):((32,1),(16,8,128))", "((4,8),(2,2)):((16,1),(8,64))", SM80_16x8_Row },
+  { "tf32 m16n8k4", function() return warp.MmaTF32Op { shape_mnk = { 16, 8, 4 } } end,
+    "((4,8),2):((16,1),8)", SM80_8x4, SM80_16x8_Row },
+  { "tf32 m16n8k8", function() return warp.MmaTF32Op { shape_mnk = { 16, 8, 8 } } end,
+    "((4,8),(2,2)):((16,1),(8,64))", "((4,8),2):((8,1),32)", SM80_16x8_Row },
+  { "s8 m16n8k16", function() return warp.MmaI8Op { a_dtype = cute.int8, b_dtype = cute.int8, acc_dtype = cute.int32, shape_mnk = { 16, 8, 16 } } end,
+    "((4,8),(4,2)):((64,1),(16,8))", SM80_8x16_Row, SM80_16x8_Row },
+  { "u8 x s8 m16n8k32", function() return warp.MmaI8Op { a_dtype = cute.uint8, b_dtype = cute.int8, acc_dtype = cute.int32, shape_mnk = { 16, 8, 32 } } end,
+    "((4,8),(4,2,2)):((64,1),(16,8,256))", "((4,8),(4,2)):((32,1),(8,128))", SM80_16x8_Row },
+  { "e4m3 m16n8k32", function() return warp.MmaFP8Op { ab_dtype = "float8_e4m3fn", acc_dtype = cute.float32, shape_mnk = { 16, 8, 32 } } end,
+    "((4,8),(4,2,2)):((64,1),(16,8,256))", "((4,8),(4,2)):((32,1),(8,128))", SM80_16x8_Row },
+  { "f64 m8n8k4", function() return warp.MmaF64Op { shape_mnk = { 8, 8, 4 } } end,
+    SM80_8x4, SM80_8x4, SM80_8x8_Row },
+  { "universal fma f32", function() return cute.nvgpu.MmaUniversalOp(cute.float32) end,
+    "(1,1):(0,0)", "(1,1):(0,0)", "(1,1):(0,0)" },
+}
+
+describe("cute.make_mma_atom: CuTe's thread-value layouts", function()
+  for _, c in ipairs(cute_layouts) do
+    it(c[1] .. " has CuTe's ALayout, BLayout, CLayout", function()
+      local atom = cute.make_mma_atom(c[2]())
+      assert.are.equal(c[3], tostring(atom.layout_A_tv))
+      assert.are.equal(c[4], tostring(atom.layout_B_tv))
+      assert.are.equal(c[5], tostring(atom.layout_C_tv))
+      -- CuTe DSL's property names are the same layouts
+      assert.are.equal(atom.layout_A_tv, atom.tv_layout_A)
+      assert.are.equal(atom.layout_C_tv, atom.tv_layout_C)
+      -- (thread, value) covers the tile: size = threads * values = M*K, N*K, M*N
+      local m, n, k = atom.shape_mnk[1], atom.shape_mnk[2], atom.shape_mnk[3]
+      local nthr = cute.size(atom.thr_id)
+      assert.are.equal(m * k, cute.size(atom.layout_A_tv))
+      assert.are.equal(n * k, cute.size(atom.layout_B_tv))
+      assert.are.equal(m * n, cute.size(atom.layout_C_tv))
+      assert.are.equal(nthr, cute.size(cute.get(atom.layout_A_tv, 0)))
+    end)
+  end
+end)
+
+-- The PTX ISA's fragment layouts (9.7.14.5, "Matrix Fragments for mma.m16n8k*"):
+-- per lane, groupID = lane >> 2, threadID_in_group = lane % 4; each function
+-- returns (row, col) of element i of the lane's fragment.  A is M x K
+-- (row m, col k), B is K x N (row k, col n), C/D is M x N.
+local function g_t(lane) return math.floor(lane / 4), lane % 4 end
+local isa = {
+  -- mma.m16n8k16 .f16/.bf16
+  m16n8k16 = {
+    A = function(lane, i)
+      local g, t = g_t(lane)
+      local row = ((i < 2) or (i >= 4 and i < 6)) and g or g + 8
+      local col = t * 2 + (i % 2) + (i >= 4 and 8 or 0)
+      return row, col
+    end,
+    B = function(lane, i)
+      local g, t = g_t(lane)
+      return t * 2 + (i % 2) + (i >= 2 and 8 or 0), g
+    end,
+  },
+  -- mma.m16n8k8 .f16/.bf16
+  m16n8k8 = {
+    A = function(lane, i)
+      local g, t = g_t(lane)
+      return (i < 2) and g or g + 8, t * 2 + (i % 2)
+    end,
+    B = function(lane, i)
+      local g, t = g_t(lane)
+      return t * 2 + i, g
+    end,
+  },
+  -- mma.m16n8k8 .tf32
+  m16n8k8_tf32 = {
+    A = function(lane, i)
+      local g, t = g_t(lane)
+      return (i % 2 == 0) and g or g + 8, (i < 2) and t or t + 4
+    end,
+    B = function(lane, i)
+      local g, t = g_t(lane)
+      return (i == 0) and t or t + 4, g
+    end,
+  },
+  -- mma.m16n8k32 .s8/.u8 (and .e4m3/.e5m2)
+  m16n8k32_8bit = {
+    A = function(lane, i)
+      local g, t = g_t(lane)
+      local row = ((i < 4) or (i >= 8 and i < 12)) and g or g + 8
+      return row, t * 4 + (i % 4) + (i >= 8 and 16 or 0)
+    end,
+    B = function(lane, i)
+      local g, t = g_t(lane)
+      return t * 4 + (i % 4) + (i >= 4 and 16 or 0), g
+    end,
+  },
+  -- mma.m8n8k4 .f64
+  m8n8k4_f64 = {
+    A = function(lane, _) local g, t = g_t(lane); return g, t end,
+    B = function(lane, _) local g, t = g_t(lane); return t, g end,
+    C = function(lane, i) local g, t = g_t(lane); return g, t * 2 + i end,
+  },
+  -- the 16x8 accumulator of every m16n8kK shape
+  C16x8 = function(lane, i)
+    local g, t = g_t(lane)
+    return (i < 2) and g or g + 8, t * 2 + (i % 2)
+  end,
+}
+
+-- every (thread, value) of L against the ISA's (row, col) -> column-major
+-- index into the tile, and every tile element reached exactly once
+local function check_against_isa(L, rows, values, f, transpose)
+  local seen = {}
+  for lane = 0, 31 do
+    for v = 0, values - 1 do
+      local r, c = f(lane, v)
+      if transpose then r, c = c, r end -- B: (k, n) -> index n + N*k
+      local want = r + rows * c
+      local got = L(lane, v)
+      if got ~= want then
+        error(("%s at (t=%d, v=%d): layout gives %d, the ISA gives (%d,%d) = %d")
+          :format(tostring(L), lane, v, got, r, c, want))
+      end
+      assert.is_nil(seen[got], "element reached twice")
+      seen[got] = true
+    end
+  end
+  local n = 0
+  for _ in pairs(seen) do n = n + 1 end
+  assert.are.equal(32 * values, n)
+end
+
+describe("MMA atom layouts mean the PTX ISA's fragments", function()
+  local function check(op, shape, A, B, C)
+    local atom = cute.make_mma_atom(op)
+    local m, n, k = shape[1], shape[2], shape[3]
+    check_against_isa(atom.layout_A_tv, m, m * k / 32, A)
+    check_against_isa(atom.layout_B_tv, n, n * k / 32, B, true)
+    check_against_isa(atom.layout_C_tv, m, m * n / 32, C)
+  end
+  it("bf16 and f16 m16n8k16", function()
+    for _, ab in ipairs({ cute.bfloat16, cute.float16 }) do
+      check(warp.MmaF16BF16Op(ab, cute.float32, { 16, 8, 16 }), { 16, 8, 16 }, isa.m16n8k16.A, isa.m16n8k16.B, isa.C16x8)
+    end
+    check(warp.MmaF16BF16Op(cute.float16, cute.float16, { 16, 8, 16 }), { 16, 8, 16 }, isa.m16n8k16.A, isa.m16n8k16.B, isa.C16x8)
+  end)
+  it("f16 m16n8k8", function()
+    check(warp.MmaF16BF16Op(cute.float16, cute.float32, { 16, 8, 8 }), { 16, 8, 8 }, isa.m16n8k8.A, isa.m16n8k8.B, isa.C16x8)
+  end)
+  it("tf32 m16n8k8", function()
+    check(warp.MmaTF32Op({ 16, 8, 8 }), { 16, 8, 8 }, isa.m16n8k8_tf32.A, isa.m16n8k8_tf32.B, isa.C16x8)
+  end)
+  it("int8 and fp8 m16n8k32", function()
+    check(warp.MmaI8Op(cute.int8, cute.int8, cute.int32, { 16, 8, 32 }), { 16, 8, 32 },
+      isa.m16n8k32_8bit.A, isa.m16n8k32_8bit.B, isa.C16x8)
+    check(warp.MmaFP8Op("float8_e5m2", cute.float32, { 16, 8, 32 }), { 16, 8, 32 },
+      isa.m16n8k32_8bit.A, isa.m16n8k32_8bit.B, isa.C16x8)
+  end)
+  it("f64 m8n8k4", function()
+    check(warp.MmaF64Op({ 8, 8, 4 }), { 8, 8, 4 }, isa.m8n8k4_f64.A, isa.m8n8k4_f64.B, isa.m8n8k4_f64.C)
+  end)
+  it("a wrong layout is caught (the check is not vacuous)", function()
+    local wrong = cute.parse("((4,8),(2,2,2)):((32,1),(8,16,128))") -- value strides swapped
+    assert.has_error(function() check_against_isa(wrong, 16, 8, isa.m16n8k16.A) end)
+  end)
+end)
+
+describe("MMA atom instructions, registers and architectures", function()
+  local cases = {
+    { warp.MmaF16BF16Op { ab_dtype = cute.bfloat16, acc_dtype = cute.float32, shape_mnk = { 16, 8, 16 } },
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", { 4, 2, 4, 4 }, "sm_80" },
+    { warp.MmaF16BF16Op { ab_dtype = cute.float16, acc_dtype = cute.float16, shape_mnk = { 16, 8, 16 } },
+      "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", { 4, 2, 2, 2 }, "sm_80" },
+    { warp.MmaF16BF16Op { ab_dtype = cute.float16, acc_dtype = cute.float32, shape_mnk = { 16, 8, 8 } },
+      "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", { 2, 1, 4, 4 }, "sm_80" },
+    { warp.MmaTF32Op { shape_mnk = { 16, 8, 8 } },
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", { 4, 2, 4, 4 }, "sm_80" },
+    { warp.MmaTF32Op { shape_mnk = { 16, 8, 4 } },
+      "mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32", { 2, 1, 4, 4 }, "sm_80" },
+    { warp.MmaI8Op { a_dtype = cute.int8, b_dtype = cute.uint8, acc_dtype = cute.int32, shape_mnk = { 16, 8, 32 } },
+      "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.u8.s32", { 4, 2, 4, 4 }, "sm_80" },
+    { warp.MmaI8Op { a_dtype = cute.int8, b_dtype = cute.int8, acc_dtype = cute.int32, shape_mnk = { 16, 8, 16 },
+        overflow = warp.MmaIntOverflow.WRAP },
+      "mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32", { 2, 1, 4, 4 }, "sm_80" },
+    { warp.MmaFP8Op { ab_dtype = "Float8E4M3FN", acc_dtype = cute.float32, shape_mnk = { 16, 8, 32 } },
+      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", { 4, 2, 4, 4 }, "sm_89" },
+    { warp.MmaF64Op { shape_mnk = { 8, 8, 4 } },
+      "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64", { 1, 1, 2, 2 }, "sm_80" },
+  }
+  for _, c in ipairs(cases) do
+    local op, instr, regs, arch = c[1], c[2], c[3], c[4]
+    it(instr, function()
+      local atom = cute.make_mma_atom(op)
+      assert.are.equal(instr, atom.instruction)
+      assert.are.same({ A = regs[1], B = regs[2], C = regs[3], D = regs[4] }, atom.num_registers)
+      assert.are.equal(arch, atom.min_arch)
+      assert.are.equal("32:1", tostring(atom.thr_id))
+      assert.is_true(atom:supports_arch("sm_90a"))
+      assert.are.equal(arch == "sm_80", atom:supports_arch("sm_80"))
+      assert.is_false(atom:supports_arch("sm_75"))
+      assert.is_truthy(tostring(atom):find(instr, 1, true))
+      local sh = atom.shape_mnk
+      assert.is_truthy(tostring(op):find(("shape_mnk=(%d,%d,%d)"):format(sh[1], sh[2], sh[3]), 1, true))
+    end)
+  end
+
+  -- The instruction with its registers, as a PTX kernel that ptxas accepts
+  -- for the atom's minimum arch and for sm_90a (what cute.gemm will emit).
+  local imm = { f32 = "0f3F800000", f64 = "0d3FF0000000000000" }
+  local function ptx_of(atom, arch)
+    local lines = { (".version %s"):format(atom.min_ptx), ".target " .. arch, ".address_size 64",
+      ".visible .entry k(.param .u64 out) {" }
+    local ops = {}
+    for _, f in ipairs({ "D", "A", "B", "C" }) do
+      local n, ty = atom.num_registers[f], atom.register_type[f]
+      lines[#lines + 1] = ("  .reg .%s %s<%d>;"):format(ty, f:lower(), n)
+      local names = {}
+      for i = 0, n - 1 do
+        names[#names + 1] = f:lower() .. i
+        if f ~= "D" then lines[#lines + 1] = ("  mov.%s %s%d, %s;"):format(ty, f:lower(), i, imm[ty] or "1") end
+      end
+      ops[#ops + 1] = "{" .. table.concat(names, ", ") .. "}"
+    end
+    lines[#lines + 1] = "  " .. atom.instruction .. " " .. table.concat(ops, ", ") .. ";"
+    lines[#lines + 1] = "  .reg .u64 p;"
+    lines[#lines + 1] = "  ld.param.u64 p, [out];"
+    local dty = atom.register_type.D
+    lines[#lines + 1] = ("  st.global.%s [p], d0;"):format(dty)
+    lines[#lines + 1] = "  ret;"
+    lines[#lines + 1] = "}"
+    return table.concat(lines, "\n") .. "\n"
+  end
+  for _, c in ipairs(cases) do
+    local op, instr = c[1], c[2]
+    local name = "ptxas assembles " .. instr .. " with the atom's registers"
+    if not PTXAS then
+      pending(name .. " (needs ptxas)")
+    else
+      it(name, function()
+        local atom = cute.make_mma_atom(op)
+        for _, arch in ipairs({ atom.min_arch, "sm_90a" }) do
+          local src = ptx_of(atom, arch)
+          local path = os.tmpname()
+          local f = assert(io.open(path .. ".ptx", "w"))
+          f:write(src)
+          f:close()
+          local p = io.popen(("%q -arch=%s %q -o %q 2>&1"):format(PTXAS, arch, path .. ".ptx", path .. ".cubin"))
+          local out = p:read("*a")
+          local ok = p:close()
+          os.remove(path .. ".ptx"); os.remove(path .. ".cubin"); os.remove(path)
+          assert(ok, ("ptxas (%s) refused:\n%s\n%s"):format(arch, out, src))
+        end
+      end)
+    end
+  end
+
+  it("an op the target arch lacks is an error naming the op and the arch", function()
+    local atom = cute.make_mma_atom(warp.MmaFP8Op { ab_dtype = "float8_e4m3fn", acc_dtype = cute.float32, shape_mnk = { 16, 8, 32 } })
+    local e = err_of(function() atom:check_arch("sm_80") end)
+    assert.is_truthy(e:find("mma_atom_spec.lua:%d+: "))
+    assert.is_truthy(e:find("MmaFP8Op", 1, true))
+    assert.is_truthy(e:find("sm_80", 1, true))
+    assert.is_truthy(e:find("sm_89", 1, true))
+    atom:check_arch("sm_89")
+    atom:check_arch("sm_90a")
+  end)
+end)
+
+describe("MMA ops: constructors and errors", function()
+  it("keyword tables and positional arguments give the same op", function()
+    local a = warp.MmaF16BF16Op { ab_dtype = cute.bfloat16, acc_dtype = cute.float32, shape_mnk = { 16, 8, 16 } }
+    local b = warp.MmaF16BF16Op(cute.bfloat16, cute.float32, { 16, 8, 16 })
+    local c = warp.MmaF16BF16Op("BFloat16", "Float32", { 16, 8, 16 })
+    local d = warp.MmaF16BF16Op(cute.BFloat16, cute.Float32, { 16, 8, 16 })
+    for _, o in ipairs({ b, c, d }) do
+      assert.are.equal(cute.make_mma_atom(a).instruction, cute.make_mma_atom(o).instruction)
+      assert.are.equal("bfloat16", o.ab_dtype)
+      assert.are.equal("float32", o.acc_dtype)
+      assert.are.same({ 16, 8, 16 }, o.shape_mnk)
+    end
+  end)
+  it("the universal FMA op", function()
+    local atom = cute.make_mma_atom(cute.nvgpu.MmaUniversalOp(cute.float32))
+    assert.are.same({ 1, 1, 1 }, atom.shape_mnk)
+    assert.are.equal("1:0", tostring(atom.thr_id))
+    assert.are.equal("fma.rn.f32", atom.instruction)
+    assert.are.same({ A = 1, B = 1, C = 1, D = 1 }, atom.num_registers)
+    assert.are.equal("mad.lo.s32", cute.make_mma_atom(cute.nvgpu.MmaUniversalOp { abacc_dtype = cute.int32 }).instruction)
+    assert.are.equal("fma.rn.f64", cute.make_mma_atom(cute.nvgpu.MmaUniversalOp("Float64")).instruction)
+  end)
+
+  local function expect(f, ...)
+    local line = debug.getinfo(2, "l").currentline
+    local e = err_of(f)
+    assert.is_truthy(e:find("mma_atom_spec.lua:" .. line .. ": ", 1, true), "not at the user's line: " .. e)
+    for _, s in ipairs({ ... }) do
+      assert.is_truthy(e:find(s, 1, true), ("%q not in: %s"):format(s, e))
+    end
+  end
+  it("bad combinations are errors at the user's line naming the op and the value", function()
+    expect(function() warp.MmaF16BF16Op { ab_dtype = cute.bfloat16, acc_dtype = cute.float16, shape_mnk = { 16, 8, 16 } } end,
+      "MmaF16BF16Op", "acc_dtype", "float16", "bfloat16")
+    expect(function() warp.MmaF16BF16Op { ab_dtype = cute.float32, acc_dtype = cute.float32, shape_mnk = { 16, 8, 16 } } end,
+      "MmaF16BF16Op", "ab_dtype", "float32")
+    expect(function() warp.MmaF16BF16Op { ab_dtype = cute.float16, acc_dtype = cute.float32, shape_mnk = { 16, 8, 32 } } end,
+      "MmaF16BF16Op", "shape_mnk", "(16,8,32)")
+    expect(function() warp.MmaTF32Op { shape_mnk = { 16, 8, 16 } } end, "MmaTF32Op", "shape_mnk", "(16,8,16)")
+    expect(function() warp.MmaI8Op { a_dtype = cute.int8, b_dtype = cute.int16, acc_dtype = cute.int32, shape_mnk = { 16, 8, 32 } } end,
+      "MmaI8Op", "b_dtype", "int16")
+    expect(function() warp.MmaI8Op { a_dtype = cute.int8, b_dtype = cute.int8, acc_dtype = cute.float32, shape_mnk = { 16, 8, 32 } } end,
+      "MmaI8Op", "acc_dtype", "float32")
+    expect(function() warp.MmaI8Op { a_dtype = cute.int8, b_dtype = cute.int8, acc_dtype = cute.int32, shape_mnk = { 16, 8, 32 }, overflow = "clamp" } end,
+      "MmaI8Op", "overflow", "clamp")
+    expect(function() warp.MmaFP8Op { ab_dtype = cute.float16, acc_dtype = cute.float32, shape_mnk = { 16, 8, 32 } } end,
+      "MmaFP8Op", "ab_dtype", "float16")
+    expect(function() warp.MmaFP8Op { ab_dtype = "float8_e4m3fn", acc_dtype = cute.float32, shape_mnk = { 16, 8, 8 } } end,
+      "MmaFP8Op", "shape_mnk", "(16,8,8)")
+    expect(function() warp.MmaF64Op { shape_mnk = { 16, 8, 4 } } end, "MmaF64Op", "shape_mnk", "(16,8,4)")
+    expect(function() warp.MmaF16BF16Op { ab_dtype = cute.float16, acc_dtype = cute.float32, shape_mnk = { 16, 8, 16 }, shape = 1 } end,
+      "MmaF16BF16Op", "shape", "unknown")
+    expect(function() warp.MmaF16BF16Op { ab_dtype = cute.float16, acc_dtype = cute.float32 } end,
+      "MmaF16BF16Op", "shape_mnk", "missing")
+    expect(function() warp.MmaF16BF16Op { ab_dtype = "float17", acc_dtype = cute.float32, shape_mnk = { 16, 8, 16 } } end,
+      "MmaF16BF16Op", "float17")
+    expect(function() cute.nvgpu.MmaUniversalOp(cute.int8) end, "MmaUniversalOp", "abacc_dtype", "int8")
+    expect(function() cute.make_mma_atom({}) end, "make_mma_atom", "not an MMA op")
+    expect(function() local a = cute.make_mma_atom(cute.make_mma_atom(warp.MmaTF32Op { shape_mnk = { 16, 8, 8 } })); return a end,
+      "make_mma_atom")
+  end)
+  it("ops and atoms are read-only", function()
+    local op = warp.MmaTF32Op { shape_mnk = { 16, 8, 8 } }
+    expect(function() op.shape_mnk = { 16, 8, 4 } end, "MmaTF32Op", "read-only")
+    local atom = cute.make_mma_atom(op)
+    expect(function() atom.instruction = "x" end, "read-only")
+  end)
+end)
