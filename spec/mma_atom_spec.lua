@@ -358,3 +358,96 @@ describe("MMA ops: constructors and errors", function()
     expect(function() atom.instruction = "x" end, "read-only")
   end)
 end)
+
+-- TiledMMA: every (thread, value) of the tiled layouts against the atom's
+-- own (thread, value) map placed by hand: thread t is lane t % 32 of warp
+-- t // 32; warps are numbered colexicographically over atom_layout_mnk
+-- (AM, AN, 1); a thread's values are the atom's values, then the atom
+-- repeats colexicographically over (Rest0, Rest1) = tile / (atom * warps).
+describe("cute.make_tiled_mma", function()
+  local function check_tiled(tm, AM, AN)
+    local atom = tm.atom
+    local am, an, ak = atom.shape_mnk[1], atom.shape_mnk[2], atom.shape_mnk[3]
+    local TM, TN, TK = tm.tile_size_mnk[1], tm.tile_size_mnk[2], tm.tile_size_mnk[3]
+    local nthr = cute.size(atom.thr_id)
+    assert.are.equal(nthr * AM * AN, tm.size)
+    local specs = {
+      A = { atom.layout_A_tv, am, ak, AM, 1, TM, TK, function(wm, _) return wm end, function() return 0 end },
+      B = { atom.layout_B_tv, an, ak, AN, 1, TN, TK, function(_, wn) return wn end, function() return 0 end },
+      C = { atom.layout_C_tv, am, an, AM, AN, TM, TN, function(wm, _) return wm end, function(_, wn) return wn end },
+    }
+    for which, sp in pairs(specs) do
+      local atv, s0, s1, W0, W1, T0, T1, w0_of, w1_of = sp[1], sp[2], sp[3], sp[4], sp[5], sp[6], sp[7], sp[8], sp[9]
+      local L = tm["get_layout" .. which .. "_TV"](tm)
+      assert.are.equal(L, tm["tv_layout_" .. which .. "_tiled"])
+      local nv = cute.size(atv) / nthr
+      local R0, R1 = T0 / (s0 * W0), T1 / (s1 * W1)
+      assert.are.equal(tm.size * nv * R0 * R1, cute.size(L))
+      local seen, count = {}, 0
+      for t = 0, tm.size - 1 do
+        local lane, w = t % nthr, math.floor(t / nthr)
+        local wm, wn = w % AM, math.floor(w / AM) % AN
+        for v = 0, nv * R0 * R1 - 1 do
+          local fv, r = v % nv, math.floor(v / nv)
+          local r0, r1 = r % R0, math.floor(r / R0)
+          local idx = atv(lane, fv)
+          local c0, c1 = idx % s0, math.floor(idx / s0)
+          local g0 = c0 + s0 * (w0_of(wm, wn) + W0 * r0)
+          local g1 = c1 + s1 * (w1_of(wm, wn) + W1 * r1)
+          local want = g0 + T0 * g1
+          local got = L(t, v)
+          if got ~= want then
+            error(("%s %s at (t=%d, v=%d): %d, expected (%d,%d) = %d"):format(which, tostring(L), t, v, got, g0, g1, want))
+          end
+          if not seen[got] then seen[got] = true; count = count + 1 end
+        end
+      end
+      assert.are.equal(T0 * T1, count) -- the whole tile is covered
+    end
+  end
+  local f16 = warp.MmaF16BF16Op(cute.float16, cute.float32, { 16, 8, 16 })
+  it("2 x 2 warps of m16n8k16: 128 threads, a 32 x 16 x 16 tile", function()
+    local tm = cute.make_tiled_mma(f16, { 2, 2, 1 })
+    assert.are.equal(128, tm.size)
+    assert.are.same({ 32, 16, 16 }, tm.tile_size_mnk)
+    assert.are.equal("(32,2,2,1):(1,32,64,0)", tostring(tm.thr_layout_vmnk))
+    -- C by hand: lane (4,8) -> n = 2*t0 (stride 2*32), m = t1; warp m +16, warp n +8 (8*32)
+    assert.are.equal("((4,8,2,2),((2,2),(1,1))):((64,1,16,256),((32,8),(0,0)))", tostring(tm:get_layoutC_TV()))
+    check_tiled(tm, 2, 2)
+  end)
+  it("a permutation that repeats the atoms along N and K", function()
+    local tm = cute.make_tiled_mma(cute.make_mma_atom(f16), { 2, 2, 1 }, { 32, 32, 32 })
+    assert.are.same({ 32, 32, 32 }, tm.tile_size_mnk)
+    check_tiled(tm, 2, 2)
+    check_tiled(cute.make_tiled_mma(f16, cute.make_layout({ 1, 4, 1 }), { cute._, 64, nil }), 1, 4)
+  end)
+  it("tf32 and int8 atoms, one warp with repeats along M", function()
+    check_tiled(cute.make_tiled_mma(warp.MmaTF32Op({ 16, 8, 8 }), { 2, 1 }, { 64, 8, 16 }), 2, 1)
+    check_tiled(cute.make_tiled_mma(warp.MmaI8Op(cute.int8, cute.int8, cute.int32, { 16, 8, 32 }), { 4, 2, 1 }), 4, 2)
+  end)
+  it("the universal FMA atom: 16 x 16 threads, each one element", function()
+    local tm = cute.make_tiled_mma(cute.nvgpu.MmaUniversalOp(cute.float32), { 16, 16, 1 })
+    assert.are.equal(256, tm.size)
+    assert.are.same({ 16, 16, 1 }, tm.tile_size_mnk)
+    for t = 0, 255 do
+      assert.are.equal(t, tm:get_layoutC_TV()(t, 0))
+      assert.are.equal(t % 16, tm:get_layoutA_TV()(t, 0))
+      assert.are.equal(math.floor(t / 16), tm:get_layoutB_TV()(t, 0))
+    end
+    check_tiled(cute.make_tiled_mma(cute.nvgpu.MmaUniversalOp(cute.float32), { 8, 4, 1 }, { 16, 16, 4 }), 8, 4)
+  end)
+  it("bad arguments are errors at the user's line", function()
+    local function expect(f, ...)
+      local line = debug.getinfo(2, "l").currentline
+      local e = err_of(f)
+      assert.is_truthy(e:find("mma_atom_spec.lua:" .. line .. ": cute.make_tiled_mma", 1, true), e)
+      for _, s in ipairs({ ... }) do assert.is_truthy(e:find(s, 1, true), ("%q not in: %s"):format(s, e)) end
+    end
+    expect(function() cute.make_tiled_mma(42) end, "42", "not an MMA op or atom")
+    expect(function() cute.make_tiled_mma(f16, { 2, 2, 1, 2 }) end, "atom_layout_mnk", "rank 4")
+    expect(function() cute.make_tiled_mma(f16, "2x2") end, "atom_layout_mnk", "2x2")
+    expect(function() cute.make_tiled_mma(f16, { 2, 2, 1 }, { 24 }) end, "permutation_mnk[1]", "24", "32")
+    expect(function() cute.make_tiled_mma(f16, { 2, 2, 1 }, { "x" }) end, "permutation_mnk[1]", "\"x\"")
+    expect(function() cute.make_tiled_mma(f16, { 2, 2, 1 }, 32) end, "permutation_mnk", "32")
+  end)
+end)

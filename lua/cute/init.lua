@@ -77,6 +77,7 @@ cute.is_tensor = function(x) return tensor.is_tensor(x) or runtime.is_tensor(x) 
 local mma = require("cute.mma")
 cute.nvgpu = mma.nvgpu
 cute.make_mma_atom = mma.make_mma_atom
+cute.make_tiled_mma = mma.make_tiled_mma
 
 -- ops that take a layout or a kernel-side tensor
 local function dual(name, tfn)

@@ -379,6 +379,127 @@ function M.make_mma_atom(op)
   }, Atom)
 end
 
+----------------------------------------------------------------------------
+-- TiledMMA (cute/atom/mma_atom.hpp): atoms tiled over an MNK layout of
+-- atoms, each mode optionally permuted/extended by permutation_mnk.
+----------------------------------------------------------------------------
+local TiledMma = {}
+local tiled_tv = { tv_layout_A_tiled = "A", tv_layout_B_tiled = "B", tv_layout_C_tiled = "C" }
+local layout_tv
+TiledMma.__index = function(o, k)
+  local f = rawget(o, "__fields")
+  local v = f[k]
+  if v ~= nil then return v end
+  if tiled_tv[k] then return layout_tv(o, tiled_tv[k]) end -- CuTe DSL's property names
+  return TiledMma[k]
+end
+TiledMma.__newindex = function(_, k)
+  cf.failf("cute.make_tiled_mma", "a tiled MMA is read-only (cannot set field %s)", tostring(k))
+end
+TiledMma.__tostring = function(t)
+  return ("TiledMMA\n  atom: %s\n  thr_layout_vmnk: %s\n  tile_size_mnk: %s\n  permutation_mnk: (%s,%s,%s)\n  layout_A_TV: %s\n  layout_B_TV: %s\n  layout_C_TV: %s")
+    :format(t.atom.instruction, tostring(t.thr_layout_vmnk), shape_text(t.tile_size_mnk),
+      tostring(t.permutation_mnk[1]), tostring(t.permutation_mnk[2]), tostring(t.permutation_mnk[3]),
+      tostring(t:get_layoutA_TV()), tostring(t:get_layoutB_TV()), tostring(t:get_layoutC_TV()))
+end
+
+local function is_tiled_mma(x) return type(x) == "table" and getmetatable(x) == TiledMma end
+M.is_tiled_mma = is_tiled_mma
+
+local _ = layout._
+local mode_of = { A = { 1, 3 }, B = { 2, 3 }, C = { 1, 2 } }
+
+-- a layout (M,K) / (N,K) / (M,N) -> ((ThrV,(Thr0,Thr1)),(FrgV,(Rest0,Rest1)))
+local function thrfrg(t, which, ref)
+  local i, j = mode_of[which][1], mode_of[which][2]
+  local perm, shape, thr = t.permutation_mnk, t.atom.shape_mnk, t.thr_size_vmnk
+  local tl = layout.logical_divide(ref, { perm[i], perm[j] })
+  local al = layout.zipped_divide(tl, { L(shape[i]), L(shape[j]) })
+  local tv = layout.composition(al, { t.atom["layout_" .. which .. "_tv"], _ })
+  return layout.zipped_divide(tv, { _, { L(thr[i + 1]), L(thr[j + 1]) } })
+end
+function TiledMma.thrfrg_A(t, ref) return thrfrg(t, "A", ref) end
+function TiledMma.thrfrg_B(t, ref) return thrfrg(t, "B", ref) end
+function TiledMma.thrfrg_C(t, ref) return thrfrg(t, "C", ref) end
+
+-- (thread index, value) -> column-major index in the tile_size M x K / N x K / M x N
+function layout_tv(t, which)
+  local cache = rawget(t, "__tv")
+  if cache[which] then return cache[which] end
+  local i, j = mode_of[which][1], mode_of[which][2]
+  local size, thr = t.tile_size_mnk, t.thr_size_vmnk
+  local frg = thrfrg(t, which, L({ size[i], size[j] }))
+  if which ~= "C" then
+    -- (ThrV,(ThrM,ThrK)) -> (ThrV,(ThrM,ThrN,ThrK)): the threads along the
+    -- mode the operand lacks see the same values (stride 0)
+    local rep = which == "A" and L({ thr[2], thr[3] }, { 1, 0 }) or L({ thr[2], thr[3] }, { 0, 1 })
+    frg = layout.composition(frg, { { _, { rep, _ } }, _ })
+  end
+  local r = layout.composition(frg, { layout.right_inverse(t.thr_layout_vmnk), _ })
+  cache[which] = r
+  return r
+end
+function TiledMma.get_layoutA_TV(t) return layout_tv(t, "A") end
+function TiledMma.get_layoutB_TV(t) return layout_tv(t, "B") end
+function TiledMma.get_layoutC_TV(t) return layout_tv(t, "C") end
+
+-- cute.make_tiled_mma(op_or_atom [, atom_layout_mnk [, permutation_mnk]]):
+-- atom_layout_mnk a layout or a shape ({2,2,1}: 2 x 2 atoms along M and N,
+-- the atom index colexicographic), padded to rank 3; permutation_mnk three
+-- entries, each nil / cute._ (atom size x atoms), an integer (that many
+-- elements, in order) or a layout (CuTe's permutation of the mode)
+function M.make_tiled_mma(op_or_atom, atom_layout_mnk, permutation_mnk)
+  local F = "cute.make_tiled_mma"
+  local atom = op_or_atom
+  if is_op(op_or_atom) then atom = M.make_mma_atom(op_or_atom)
+  elseif not is_atom(op_or_atom) then
+    cf.failf(F, "%s is not an MMA op or atom", show(op_or_atom))
+  end
+  local al = atom_layout_mnk
+  if al == nil then al = { 1, 1, 1 } end
+  if type(al) == "number" or (type(al) == "table" and getmetatable(al) == nil) then
+    local ok, r = pcall(L, al)
+    if not ok then cf.failf(F, "atom_layout_mnk = %s is not a shape", show(al)) end
+    al = r
+  elseif not layout.is_layout(al) then
+    cf.failf(F, "atom_layout_mnk = %s is not a layout or a shape", show(al))
+  end
+  local rank = layout.rank(al)
+  if rank > 3 then cf.failf(F, "atom_layout_mnk = %s has rank %d (at most 3: M, N, K)", tostring(al), rank) end
+  if rank < 3 then al = layout.append(al, L(1, 0), 3) end
+  local vmnk = layout.tiled_product(atom.thr_id, al)
+  local thr = {}
+  for i = 0, 3 do thr[i + 1] = layout.size(layout.get(vmnk, i)) end
+  if permutation_mnk ~= nil and (type(permutation_mnk) ~= "table" or getmetatable(permutation_mnk) ~= nil
+      or #permutation_mnk > 3) then
+    cf.failf(F, "permutation_mnk = %s is not a table of up to 3 entries (nil, cute._, an integer or a layout)", show(permutation_mnk))
+  end
+  local perm, size = {}, {}
+  for i = 1, 3 do
+    local p = permutation_mnk and permutation_mnk[i]
+    local unit = atom.shape_mnk[i] * thr[i + 1]
+    if p == nil or p == _ then p = unit
+    elseif type(p) == "number" then
+      if p < 1 or p % 1 ~= 0 then cf.failf(F, "permutation_mnk[%d] = %s is not a positive integer", i, show(p)) end
+    elseif not layout.is_layout(p) then
+      cf.failf(F, "permutation_mnk[%d] = %s is not nil, cute._, an integer or a layout", i, show(p))
+    end
+    perm[i] = p
+    size[i] = type(p) == "number" and p or layout.size(p)
+    if size[i] % unit ~= 0 then
+      cf.failf(F, "permutation_mnk[%d] = %s covers %d elements, not a multiple of the atom's %d x %d atoms = %d",
+        i, tostring(p), size[i], atom.shape_mnk[i], thr[i + 1], unit)
+    end
+  end
+  local t = freeze("TiledMMA", {
+    atom = atom, op = atom.op, shape_mnk = atom.shape_mnk, thr_id = atom.thr_id,
+    atom_layout_mnk = al, thr_layout_vmnk = vmnk, thr_size_vmnk = thr,
+    permutation_mnk = perm, tile_size_mnk = size, size = layout.size(vmnk),
+  }, TiledMma)
+  rawset(t, "__tv", {})
+  return t
+end
+
 -- cute.nvgpu: the universal op at the top, the warp ops in cute.nvgpu.warp
 M.nvgpu = { warp = warp, MmaUniversalOp = M.MmaUniversalOp }
 
