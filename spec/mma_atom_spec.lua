@@ -208,6 +208,8 @@ describe("MMA atom instructions, registers and architectures", function()
       "mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32", { 2, 1, 4, 4 }, "sm_80" },
     { warp.MmaFP8Op { ab_dtype = "Float8E4M3FN", acc_dtype = cute.float32, shape_mnk = { 16, 8, 32 } },
       "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", { 4, 2, 4, 4 }, "sm_89" },
+    { warp.MmaFP8Op { ab_dtype = "Float8E5M2", acc_dtype = cute.float16, shape_mnk = { 16, 8, 32 } },
+      "mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e5m2.f16", { 4, 2, 2, 2 }, "sm_89" },
     { warp.MmaF64Op { shape_mnk = { 8, 8, 4 } },
       "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64", { 1, 1, 2, 2 }, "sm_80" },
   }
@@ -225,14 +227,15 @@ describe("MMA atom instructions, registers and architectures", function()
       assert.is_truthy(tostring(atom):find(instr, 1, true))
       local sh = atom.shape_mnk
       assert.is_truthy(tostring(op):find(("shape_mnk=(%d,%d,%d)"):format(sh[1], sh[2], sh[3]), 1, true))
+      assert.is_truthy(tostring(op):find("^cute%.nvgpu%.warp%.Mma"))
     end)
   end
 
   -- The instruction with its registers, as a PTX kernel that ptxas accepts
   -- for the atom's minimum arch and for sm_90a (what cute.gemm will emit).
   local imm = { f32 = "0f3F800000", f64 = "0d3FF0000000000000" }
-  local function ptx_of(atom, arch)
-    local lines = { (".version %s"):format(atom.min_ptx), ".target " .. arch, ".address_size 64",
+  local function ptx_of(atom, arch, version)
+    local lines = { (".version %s"):format(version or atom.min_ptx), ".target " .. arch, ".address_size 64",
       ".visible .entry k(.param .u64 out) {" }
     local ops = {}
     for _, f in ipairs({ "D", "A", "B", "C" }) do
@@ -262,17 +265,31 @@ describe("MMA atom instructions, registers and architectures", function()
     else
       it(name, function()
         local atom = cute.make_mma_atom(op)
-        for _, arch in ipairs({ atom.min_arch, "sm_90a" }) do
-          local src = ptx_of(atom, arch)
+        local function ptxas(arch, version)
+          local src = ptx_of(atom, arch, version)
           local path = os.tmpname()
           local f = assert(io.open(path .. ".ptx", "w"))
           f:write(src)
           f:close()
-          local p = io.popen(("%q -arch=%s %q -o %q 2>&1"):format(PTXAS, arch, path .. ".ptx", path .. ".cubin"))
+          local p = io.popen(("%q -arch=%s %q -o %q 2>&1; echo \"ptxas-rc=$?\""):format(PTXAS, arch, path .. ".ptx", path .. ".cubin"))
           local out = p:read("*a")
-          local ok = p:close()
+          p:close()
+          local ok = out:match("ptxas%-rc=(%d+)%s*$") == "0"
           os.remove(path .. ".ptx"); os.remove(path .. ".cubin"); os.remove(path)
+          return ok, out, src
+        end
+        -- the PTX ISA version each target needs (sm_89: 7.8, sm_90a: 8.0)
+        local arch_ptx = { sm_80 = 7.0, sm_89 = 7.8, sm_90a = 8.0 }
+        for _, arch in ipairs({ atom.min_arch, "sm_90a" }) do
+          local ok, out, src = ptxas(arch, ("%.1f"):format(math.max(tonumber(atom.min_ptx), arch_ptx[arch])))
           assert(ok, ("ptxas (%s) refused:\n%s\n%s"):format(arch, out, src))
+        end
+        -- min_ptx is the minimum: one PTX ISA version older is refused for the instruction
+        local major, minor = atom.min_ptx:match("^(%d+)%.(%d+)$")
+        if tonumber(minor) > 0 and tonumber(major) >= 8 then
+          local ok, out = ptxas(atom.min_arch, ("%s.%d"):format(major, tonumber(minor) - 1))
+          assert.is_false(ok)
+          assert.is_truthy(out:find("requires PTX ISA", 1, true), out)
         end
       end)
     end

@@ -100,7 +100,7 @@ Op.__newindex = function(o, k)
 end
 Op.__tostring = function(o)
   local f = rawget(o, "__fields")
-  return ("%s(%s)"):format(f.op_name, f.describe)
+  return ("cute.nvgpu.%s(%s)"):format(f.op_name, f.describe)
 end
 
 local function is_op(x) return type(x) == "table" and getmetatable(x) == Op end
@@ -334,7 +334,7 @@ end
 -- raise an error at the user's line when the atom's instruction does not exist on arch
 function Atom.check_arch(a, arch)
   if not a:supports_arch(arch) then
-    cf.fail(("cute.%s: %s needs %s or newer; the target is %s")
+    cf.fail(("cute.nvgpu.%s: %s needs %s or newer; the target is %s")
       :format(a.op.op_name, a.instruction, a.min_arch, arch))
   end
 end
