@@ -438,6 +438,28 @@ describe("cute.make_tiled_mma", function()
     check_tiled(tm, 2, 2)
     check_tiled(cute.make_tiled_mma(f16, cute.make_layout({ 1, 4, 1 }), { cute._, 64, nil }), 1, 4)
   end)
+  -- CuTe C++'s own printout of TiledMMA<MMA_Atom<SM80_16x8x8_F32TF32TF32F32_TN>,
+  -- AtomLayout>::get_layoutA/B/C_TV() (the third case printed by the older
+  -- API with ValLayoutMNK (2,1,1), the same tiling as permutation M = 64)
+  it("tf32 m16n8k8 tilings print as CuTe C++ prints them", function()
+    local tf32 = warp.MmaTF32Op({ 16, 8, 8 })
+    local cases = {
+      { { 1, 1, 1 }, nil, "((4,8),((2,2),(1,1))):((16,1),((8,64),(0,0)))", "((4,8),(2,(1,1))):((8,1),(32,(0,0)))",
+        "((4,8),((2,2),(1,1))):((32,1),((16,8),(0,0)))" },
+      { { 2, 1, 1 }, nil, "((4,8,2),((2,2),(1,1))):((32,1,16),((8,128),(0,0)))", "((4,8,2),(2,(1,1))):((8,1,0),(32,(0,0)))",
+        "((4,8,2),((2,2),(1,1))):((64,1,16),((32,8),(0,0)))" },
+      { { 2, 1, 1 }, { 64 }, "((4,8,2),((2,2),(2,1))):((64,1,16),((8,256),(32,0)))", "((4,8,2),(2,(1,1))):((8,1,0),(32,(0,0)))",
+        "((4,8,2),((2,2),(2,1))):((128,1,16),((64,8),(32,0)))" },
+      { { 2, 2, 1 }, nil, "((4,8,2,2),((2,2),(1,1))):((32,1,16,0),((8,128),(0,0)))", "((4,8,2,2),(2,(1,1))):((16,1,0,8),(64,(0,0)))",
+        "((4,8,2,2),((2,2),(1,1))):((64,1,16,256),((32,8),(0,0)))" },
+    }
+    for _, c in ipairs(cases) do
+      local tm = cute.make_tiled_mma(tf32, c[1], c[2])
+      assert.are.equal(c[3], tostring(tm:get_layoutA_TV()))
+      assert.are.equal(c[4], tostring(tm:get_layoutB_TV()))
+      assert.are.equal(c[5], tostring(tm:get_layoutC_TV()))
+    end
+  end)
   it("tf32 and int8 atoms, one warp with repeats along M", function()
     check_tiled(cute.make_tiled_mma(warp.MmaTF32Op({ 16, 8, 8 }), { 2, 1 }, { 64, 8, 16 }), 2, 1)
     check_tiled(cute.make_tiled_mma(warp.MmaI8Op(cute.int8, cute.int8, cute.int32, { 16, 8, 32 }), { 4, 2, 1 }), 4, 2)
