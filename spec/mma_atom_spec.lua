@@ -381,20 +381,27 @@ end)
 -- t // 32; warps are numbered colexicographically over atom_layout_mnk
 -- (AM, AN, 1); a thread's values are the atom's values, then the atom
 -- repeats colexicographically over (Rest0, Rest1) = tile / (atom * warps).
+-- opts.warp_pos(w) -> wm, wn overrides the warp numbering; opts.perm[i](p)
+-- maps the logical position p along M, N or K to the element it permutes to.
 describe("cute.make_tiled_mma", function()
-  local function check_tiled(tm, AM, AN)
+  local function check_tiled(tm, AM, AN, opts)
+    opts = opts or {}
+    local id = function(p) return p end
+    local perm = opts.perm or {}
+    local pm, pn, pk = perm[1] or id, perm[2] or id, perm[3] or id
     local atom = tm.atom
     local am, an, ak = atom.shape_mnk[1], atom.shape_mnk[2], atom.shape_mnk[3]
     local TM, TN, TK = tm.tile_size_mnk[1], tm.tile_size_mnk[2], tm.tile_size_mnk[3]
     local nthr = cute.size(atom.thr_id)
     assert.are.equal(nthr * AM * AN, tm.size)
     local specs = {
-      A = { atom.layout_A_tv, am, ak, AM, 1, TM, TK, function(wm, _) return wm end, function() return 0 end },
-      B = { atom.layout_B_tv, an, ak, AN, 1, TN, TK, function(_, wn) return wn end, function() return 0 end },
-      C = { atom.layout_C_tv, am, an, AM, AN, TM, TN, function(wm, _) return wm end, function(_, wn) return wn end },
+      A = { atom.layout_A_tv, am, ak, AM, 1, TM, TK, function(wm, _) return wm end, function() return 0 end, pm, pk },
+      B = { atom.layout_B_tv, an, ak, AN, 1, TN, TK, function(_, wn) return wn end, function() return 0 end, pn, pk },
+      C = { atom.layout_C_tv, am, an, AM, AN, TM, TN, function(wm, _) return wm end, function(_, wn) return wn end, pm, pn },
     }
     for which, sp in pairs(specs) do
       local atv, s0, s1, W0, W1, T0, T1, w0_of, w1_of = sp[1], sp[2], sp[3], sp[4], sp[5], sp[6], sp[7], sp[8], sp[9]
+      local p0, p1 = sp[10], sp[11]
       local L = tm["get_layout" .. which .. "_TV"](tm)
       assert.are.equal(L, tm["tv_layout_" .. which .. "_tiled"])
       local nv = cute.size(atv) / nthr
@@ -404,13 +411,14 @@ describe("cute.make_tiled_mma", function()
       for t = 0, tm.size - 1 do
         local lane, w = t % nthr, math.floor(t / nthr)
         local wm, wn = w % AM, math.floor(w / AM) % AN
+        if opts.warp_pos then wm, wn = opts.warp_pos(w) end
         for v = 0, nv * R0 * R1 - 1 do
           local fv, r = v % nv, math.floor(v / nv)
           local r0, r1 = r % R0, math.floor(r / R0)
           local idx = atv(lane, fv)
           local c0, c1 = idx % s0, math.floor(idx / s0)
-          local g0 = c0 + s0 * (w0_of(wm, wn) + W0 * r0)
-          local g1 = c1 + s1 * (w1_of(wm, wn) + W1 * r1)
+          local g0 = p0(c0 + s0 * (w0_of(wm, wn) + W0 * r0))
+          local g1 = p1(c1 + s1 * (w1_of(wm, wn) + W1 * r1))
           local want = g0 + T0 * g1
           local got = L(t, v)
           if got ~= want then
@@ -459,6 +467,16 @@ describe("cute.make_tiled_mma", function()
       assert.are.equal(c[4], tostring(tm:get_layoutB_TV()))
       assert.are.equal(c[5], tostring(tm:get_layoutC_TV()))
     end
+  end)
+  it("warps numbered row-major, and a permutation layout along M", function()
+    -- atom_layout_mnk (2,2,1):(2,1,0): warp w is at M w / 2, N w % 2
+    check_tiled(cute.make_tiled_mma(f16, cute.make_layout({ 2, 2, 1 }, { 2, 1, 0 })), 2, 2,
+      { warp_pos = function(w) return math.floor(w / 2), w % 2 end })
+    -- permutation M = (8,2,2):(1,16,8): logical row p = p0 + 8 p1 + 16 p2 is row p0 + 16 p1 + 8 p2
+    local P = cute.make_layout({ 8, 2, 2 }, { 1, 16, 8 })
+    local tm = cute.make_tiled_mma(f16, { 2, 1, 1 }, { P, nil, nil })
+    assert.are.same({ 32, 8, 16 }, tm.tile_size_mnk)
+    check_tiled(tm, 2, 1, { perm = { function(p) return P(p) end } })
   end)
   it("tf32 and int8 atoms, one warp with repeats along M", function()
     check_tiled(cute.make_tiled_mma(warp.MmaTF32Op({ 16, 8, 8 }), { 2, 1 }, { 64, 8, 16 }), 2, 1)
