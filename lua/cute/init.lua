@@ -9,6 +9,7 @@
 --   cute.tensor   kernel-side tensors (pointer + layout), copies, fragments
 --   cute.arch     GPU operations inside kernels (cute.arch.*, cute.math.*)
 --   cute.kernel   kernels: specialisation cache, compile, launch
+--   cute.mma      MMA ops (cute.nvgpu.warp.*, cute.nvgpu.MmaUniversalOp) and atoms
 --   cute.repl     REPL helpers
 local ffi = require("ffi")
 local cf = require("cute.ffi")
@@ -71,6 +72,12 @@ cute.make_shared_tensor = tensor.make_shared_tensor
 cute.make_dynamic_shared_tensor = tensor.make_dynamic_shared_tensor
 cute.copy = tensor.copy
 cute.is_tensor = function(x) return tensor.is_tensor(x) or runtime.is_tensor(x) end
+
+-- MMA ops and atoms (cute.mma)
+local mma = require("cute.mma")
+cute.nvgpu = mma.nvgpu
+cute.make_mma_atom = mma.make_mma_atom
+cute.make_tiled_mma = mma.make_tiled_mma
 
 -- ops that take a layout or a kernel-side tensor
 local function dual(name, tfn)
