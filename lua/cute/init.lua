@@ -78,6 +78,7 @@ local mma = require("cute.mma")
 cute.nvgpu = mma.nvgpu
 cute.make_mma_atom = mma.make_mma_atom
 cute.make_tiled_mma = mma.make_tiled_mma
+cute.gemm = mma.gemm
 
 -- ops that take a layout or a kernel-side tensor
 local function dual(name, tfn)

@@ -443,6 +443,16 @@ function TiledMma.get_layoutA_TV(t) return layout_tv(t, "A") end
 function TiledMma.get_layoutB_TV(t) return layout_tv(t, "B") end
 function TiledMma.get_layoutC_TV(t) return layout_tv(t, "C") end
 
+-- inside a kernel (lua/cute/mma_partition.lua): a thread's slice (CuTe's
+-- ThrMMA: partition_A/B/C, make_fragment_A/B/C) and register fragments
+local function part() return require("cute.mma_partition") end
+function TiledMma.get_slice(t, thr_idx) return part().get_slice(t, thr_idx) end
+TiledMma.get_thr_slice = TiledMma.get_slice
+function TiledMma.make_fragment_A(t, x) return part().make_fragment(t, "A", x) end
+function TiledMma.make_fragment_B(t, x) return part().make_fragment(t, "B", x) end
+function TiledMma.make_fragment_C(t, x) return part().make_fragment(t, "C", x) end
+function M.gemm(...) return part().gemm(...) end
+
 -- cute.make_tiled_mma(op_or_atom [, atom_layout_mnk [, permutation_mnk]]):
 -- atom_layout_mnk a layout or a shape ({2,2,1}: 2 x 2 atoms along M and N,
 -- the atom index colexicographic), padded to rank 3; permutation_mnk three

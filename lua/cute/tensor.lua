@@ -562,6 +562,11 @@ end
 -- layouts, runs of contiguous, aligned elements move as 16/8/4-byte vectors.
 function M.copy(src, dst)
   tr.need_trace("cute.copy")
+  -- a register tensor (cute.mma_partition) on either side copies itself
+  for _, x in ipairs({ src, dst }) do
+    local mt = type(x) == "table" and getmetatable(x)
+    if mt and mt.__copy then return mt.__copy(src, dst) end
+  end
   if not (is_tensor(src) and is_tensor(dst)) then fail("cute.copy(src, dst): both must be tensors") end
   local n, m = tsize(src.layout.shape), tsize(dst.layout.shape)
   if type(n) ~= "number" or type(m) ~= "number" then

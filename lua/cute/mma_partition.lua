@@ -1,0 +1,320 @@
+-- cute.mma_partition: a TiledMMA inside a traced kernel (CuTe's ThrMMA and
+-- cute::gemm, cute/atom/mma_atom.hpp and cute/algorithm/gemm.hpp).
+--
+--   local thr = tiled_mma:get_slice(thread_idx)      -- CuTe's ThrMMA
+--   thr:partition_A(gA)  (M,K) tensor -> (MMA, MMA_M, MMA_K): this thread's elements
+--   thr:partition_B(gB)  (N,K) tensor -> (MMA, MMA_N, MMA_K)
+--   thr:partition_C(gC)  (M,N) tensor -> (MMA, MMA_M, MMA_N)
+--   tiled_mma:make_fragment_A(tAgA) (also thr:make_fragment_A, and _B, _C):
+--        a register tensor of the same shape and the atom's dtype
+--   cute.gemm(tiled_mma, D, A, B, C): D = A B + C on register tensors, one
+--        atom instruction per (m, n, k)
+--   cute.copy(src, dst) between a partitioned tensor and a register tensor
+--        (element by element)
+--
+-- A register tensor is a register fragment (cute.arch.make_fragment_regs:
+-- an IR value E[n], kept in registers) seen through a compact column-major
+-- layout of the partition's shape; it is indexed by Lua integers only.
+local cf = require("cute.ffi")
+local layout = require("cute.layout")
+local ten = require("cute.tensor")
+local dt = require("cute.dtype")
+local tr = require("cute.trace")
+
+local M = {}
+local _ = layout._
+local fail, failf = cf.fail, cf.failf
+local iadd, imul, idiv, imod = ten.iadd, ten.imul, ten.idiv, ten.imod
+
+local function nvgpu_arch() return require("cute.nvgpu_arch") end
+
+local function is_static(t)
+  if type(t) == "table" then
+    for i = 1, #t do if not is_static(t[i]) then return false end end
+    return true
+  end
+  return type(t) == "number"
+end
+
+local function leaves(s, d, out)
+  if type(s) == "table" then
+    for i = 1, #s do leaves(s[i], d[i], out) end
+  else
+    out[#out + 1] = { s, d }
+  end
+  return out
+end
+
+----------------------------------------------------------------------------
+-- register tensors
+----------------------------------------------------------------------------
+local RegTensor = {}
+local reg_mt = {}
+M.RegTensor = RegTensor
+local function is_reg(x) return getmetatable(x) == reg_mt end
+M.is_reg_tensor = is_reg
+
+-- a register tensor of shape (a static shape tree) and dtype name
+local function make_reg(shape, dtype, what)
+  if not is_static(shape) then
+    failf(what, "the shape %s must be static", ten.describe(shape))
+  end
+  local L = layout.make_layout(shape)
+  local n = layout.size(L)
+  local frag = nvgpu_arch().make_fragment_regs(dt.dtypes[dtype], n)
+  return setmetatable({ _frag = frag, _shape = shape, _stride = L:stride(), _n = n, _dtype = dtype }, reg_mt)
+end
+M.make_reg = make_reg
+
+local function reg_index(r, c)
+  if type(c) == "number" then
+    if c % 1 ~= 0 or c < 0 or c >= r._n then
+      failf("register tensor", "index %s is out of range 0..%d", tostring(c), r._n - 1)
+    end
+    return c
+  end
+  if type(c) ~= "table" or tr.is_value(c) then
+    failf("register tensor", "index %s: registers are indexed by Lua integers (or tables of them) only",
+      tr.is_value(c) and "(a traced value)" or tostring(c))
+  end
+  local i = ten.crd2idx(c, r._shape, r._stride)
+  if type(i) ~= "number" then
+    failf("register tensor", "coordinate %s: registers are indexed by Lua integers only", ten.describe(c))
+  end
+  return i
+end
+
+reg_mt.__index = function(r, k)
+  if type(k) == "string" then
+    if RegTensor[k] then return RegTensor[k] end
+    if k == "shape" then return rawget(r, "_shape") end
+    if k == "layout" then return layout.make_layout(rawget(r, "_shape")) end
+    if k == "dtype" or k == "element_type" then return dt.dtypes[rawget(r, "_dtype")] end
+    if k == "fragment" then return rawget(r, "_frag") end
+    return nil
+  end
+  return rawget(r, "_frag")[reg_index(r, k)]
+end
+reg_mt.__newindex = function(r, k, v)
+  if type(k) == "string" then failf("register tensor", "cannot set field %s", k) end
+  rawget(r, "_frag")[reg_index(r, k)] = v
+end
+reg_mt.__len = function(r) return r._n end
+reg_mt.__tostring = function(r)
+  return ("register tensor<%s, %s>"):format(r._dtype, ten.describe(r._shape))
+end
+function RegTensor.size(r) return r._n end
+function RegTensor.fill(r, v)
+  for i = 0, r._n - 1 do r._frag[i] = v end
+end
+
+-- cute.copy(src, dst) with a register tensor on either side: element i of
+-- src (in its layout's order) to element i of dst, converting to dst's type
+local function shape_of(x) return is_reg(x) and x._shape or x.layout.shape end
+function M.copy(src, dst)
+  tr.need_trace("cute.copy")
+  for _, p in ipairs({ { src, "src" }, { dst, "dst" } }) do
+    if not (is_reg(p[1]) or ten.is_tensor(p[1])) then
+      failf("cute.copy", "%s = %s is not a tensor or a register tensor", p[2], tostring(p[1]))
+    end
+  end
+  local n, m = ten.tsize(shape_of(src)), ten.tsize(shape_of(dst))
+  if type(n) ~= "number" or type(m) ~= "number" then fail("cute.copy: tensor sizes must be static") end
+  if n ~= m then
+    failf("cute.copy", "src %s and dst %s differ in size (%d vs %d)", ten.describe(shape_of(src)),
+      ten.describe(shape_of(dst)), n, m)
+  end
+  for i = 0, n - 1 do dst[i] = src[i] end
+end
+reg_mt.__copy = M.copy
+
+----------------------------------------------------------------------------
+-- ThrMMA: get_slice, partition_A/B/C, make_fragment_A/B/C
+----------------------------------------------------------------------------
+local ThrMma = {}
+ThrMma.__index = ThrMma
+M.ThrMma = ThrMma
+
+-- the flat coordinate of thread idx in each of the 4 modes of thr_layout_vmnk
+-- (CuTe's get_flat_coord): per leaf (idx / stride) % shape, combined
+-- colexicographically within a mode
+local function vmnk_coord(vmnk, idx)
+  local s, d = vmnk:shape(), vmnk:stride()
+  local crd = {}
+  for i = 1, 4 do
+    local lv = leaves(s[i], d[i], {})
+    local c, mul = 0, 1
+    for _, leaf in ipairs(lv) do
+      local ls, ld = leaf[1], leaf[2]
+      if ls > 1 and ld ~= 0 then c = iadd(c, imul(imod(idiv(idx, ld), ls), mul)) end
+      mul = mul * ls
+    end
+    crd[i] = c
+  end
+  return crd
+end
+
+-- tiled_mma:get_slice(thread_idx): a Lua integer (0 <= t < size) or a traced integer
+function M.get_slice(t, idx)
+  if type(idx) == "number" then
+    if idx % 1 ~= 0 or idx < 0 or idx >= t.size then
+      failf("TiledMMA:get_slice", "thread index %s is out of range 0..%d", tostring(idx), t.size - 1)
+    end
+  elseif tr.is_var(idx) then
+    idx = idx.value
+  end
+  if type(idx) ~= "number" then
+    local info = tr.is_value(idx) and tr.tinfo[idx.t]
+    if not (info and info.int) then
+      failf("TiledMMA:get_slice", "thread index %s is not an integer", tostring(idx))
+    end
+    -- thread indices are below 2^31: the coordinate math in 32 bits
+    if idx.t ~= tr.T.I32 then idx = tr.cvt(idx, tr.T.I32) end
+  end
+  return setmetatable({ tiled_mma = t, thr_idx = idx, thr_vmnk = vmnk_coord(t.thr_layout_vmnk, idx) }, ThrMma)
+end
+
+local pname = { A = "partition_A", B = "partition_B", C = "partition_C" }
+local modes = { A = { "M", "K", 1, 3 }, B = { "N", "K", 2, 3 }, C = { "M", "N", 1, 2 } }
+
+local function partition(thr, which, T)
+  local what = "ThrMMA:" .. pname[which]
+  if not ten.is_tensor(T) then
+    failf(what, "%s is not a tensor of the kernel (a global or shared memory tensor)",
+      is_reg(T) and "a register tensor" or tostring(T))
+  end
+  local t = thr.tiled_mma
+  local md = modes[which]
+  local s, d = T.layout.shape, T.layout.stride
+  if not (is_static(s) and is_static(d)) then
+    failf(what, "the tensor's layout %s must be static (compile the tensor with static strides, or take a " ..
+      "static tile of it with cute.local_tile)", ten.layout_str(T.layout))
+  end
+  if type(s) ~= "table" or #s ~= 2 then
+    failf(what, "the tensor %s must have rank 2 (%s,%s)", ten.describe(s), md[1], md[2])
+  end
+  local tile = { t.tile_size_mnk[md[3]], t.tile_size_mnk[md[4]] }
+  for i = 1, 2 do
+    local n = ten.tsize(s[i])
+    if n % tile[i] ~= 0 then
+      failf(what, "the tensor's shape %s: %s = %d is not a multiple of the tiled MMA's tile %s = %d",
+        ten.describe(s), md[i], n, md[i], tile[i])
+    end
+  end
+  local R = t["thrfrg_" .. which](t, layout.make_layout(s, d))
+  local v = thr.thr_vmnk
+  local c = { { v[1], { v[md[3] + 1], v[md[4] + 1] } }, { _, { _, _ } } }
+  local sub = ten.make(T.ptr, T.off, { shape = R:shape(), stride = R:stride() }, T.elem, T.space, T.align, T.idx)
+  return sub:slice(c)
+end
+function ThrMma.partition_A(thr, T) return partition(thr, "A", T) end
+function ThrMma.partition_B(thr, T) return partition(thr, "B", T) end
+function ThrMma.partition_C(thr, T) return partition(thr, "C", T) end
+
+local frag_dtype = { A = "a_dtype", B = "b_dtype", C = "acc_dtype" }
+local function supported(t, what)
+  local op = t.atom.op
+  if op.kind ~= "f16bf16" then
+    failf(what, "cute.nvgpu.%s is not supported yet (supported: cute.nvgpu.warp.MmaF16BF16Op)", op.op_name)
+  end
+end
+
+-- make_fragment_X(x): x a partitioned tensor, a register tensor or a shape
+local function make_fragment(t, which, x)
+  local what = "TiledMMA:make_fragment_" .. which
+  supported(t, what)
+  local shape
+  if ten.is_tensor(x) then shape = x.layout.shape
+  elseif is_reg(x) then shape = x._shape
+  elseif type(x) == "table" and not tr.is_value(x) then shape = x
+  else failf(what, "%s is not a partitioned tensor or a shape", tostring(x)) end
+  return make_reg(shape, t.atom[frag_dtype[which]], what)
+end
+M.make_fragment = make_fragment
+function ThrMma.make_fragment_A(thr, x) return make_fragment(thr.tiled_mma, "A", x) end
+function ThrMma.make_fragment_B(thr, x) return make_fragment(thr.tiled_mma, "B", x) end
+function ThrMma.make_fragment_C(thr, x) return make_fragment(thr.tiled_mma, "C", x) end
+-- CuTe's partition_fragment_X(tensor): the fragment of this thread's partition
+function ThrMma.partition_fragment_A(thr, T) return thr:make_fragment_A(thr:partition_A(T)) end
+function ThrMma.partition_fragment_B(thr, T) return thr:make_fragment_B(thr:partition_B(T)) end
+function ThrMma.partition_fragment_C(thr, T) return thr:make_fragment_C(thr:partition_C(T)) end
+
+----------------------------------------------------------------------------
+-- cute.gemm(tiled_mma, D, A, B, C)
+----------------------------------------------------------------------------
+local function sizes3(r)
+  local s = r._shape
+  if type(s) ~= "table" or #s ~= 3 then return nil end
+  return { ten.tsize(s[1]), ten.tsize(s[2]), ten.tsize(s[3]) }
+end
+
+local ptx_name = { float16 = "f16", bfloat16 = "bf16", float32 = "f32" }
+
+function M.gemm(t, D, A, B, Cc)
+  local what = "cute.gemm"
+  tr.need_trace(what)
+  if not require("cute.mma").is_tiled_mma(t) then
+    failf(what, "the first argument %s is not a tiled MMA (cute.make_tiled_mma)", tostring(t))
+  end
+  supported(t, what)
+  local atom = t.atom
+  local am, an, ak = atom.shape_mnk[1], atom.shape_mnk[2], atom.shape_mnk[3]
+  local want = {
+    D = { D, atom.acc_dtype, am * an / 32, "(MMA, MMA_M, MMA_N)" },
+    A = { A, atom.a_dtype, am * ak / 32, "(MMA, MMA_M, MMA_K)" },
+    B = { B, atom.b_dtype, an * ak / 32, "(MMA, MMA_N, MMA_K)" },
+    C = { Cc, atom.acc_dtype, am * an / 32, "(MMA, MMA_M, MMA_N)" },
+  }
+  local sz = {}
+  for _, k in ipairs({ "D", "A", "B", "C" }) do
+    local x, dtype, nv, shp = want[k][1], want[k][2], want[k][3], want[k][4]
+    if not is_reg(x) then
+      failf(what, "%s = %s is not a register tensor (tiled_mma:make_fragment_%s)", k, tostring(x),
+        k == "D" and "C" or k)
+    end
+    if x._dtype ~= dtype then
+      failf(what, "%s is a fragment of %s; the atom %s takes %s", k, x._dtype, atom.instruction, dtype)
+    end
+    local s = sizes3(x)
+    if not s then failf(what, "%s has shape %s, expected rank 3 %s", k, ten.describe(x._shape), shp) end
+    if s[1] ~= nv then
+      failf(what, "%s has shape %s: its MMA mode holds %d values, the atom's %s holds %d per thread", k,
+        ten.describe(x._shape), s[1], k, nv)
+    end
+    sz[k] = s
+  end
+  local Mm, Nn, Kk = sz.C[2], sz.C[3], sz.A[3]
+  local function mismatch(a, b, mode)
+    failf(what, "%s %s and %s %s differ in %s", a, ten.describe(want[a][1]._shape), b,
+      ten.describe(want[b][1]._shape), mode)
+  end
+  if sz.D[2] ~= Mm or sz.D[3] ~= Nn then mismatch("D", "C", "shape") end
+  if sz.A[2] ~= Mm then mismatch("A", "C", "MMA_M") end
+  if sz.B[2] ~= Nn then mismatch("B", "C", "MMA_N") end
+  if sz.B[3] ~= Kk then mismatch("A", "B", "MMA_K") end
+  local ab, acc = ptx_name[atom.a_dtype], ptx_name[atom.acc_dtype]
+  local arch = nvgpu_arch()
+  local mma = arch.mma_sync{ shape = ("m%dn%dk%d"):format(am, an, ak), a_type = ab, b_type = ab,
+    c_type = acc, d_type = acc }
+  local va, vb, vc = want.A[3], want.B[3], want.C[3]
+  local function gather(src, dtype, nv, j, l)
+    local f = arch.make_fragment_regs(dt.dtypes[dtype], nv)
+    for i = 0, nv - 1 do f[i] = src[{ i, j, l }] end
+    return f
+  end
+  -- k outermost, then M, then N (serpentine over N as CuTe's gemm)
+  for k = 0, Kk - 1 do
+    for m = 0, Mm - 1 do
+      for nn = 0, Nn - 1 do
+        local n = (m % 2 == 1) and (Nn - 1 - nn) or nn
+        local a = gather(A, atom.a_dtype, va, m, k)
+        local b = gather(B, atom.b_dtype, vb, n, k)
+        local c = gather(k == 0 and Cc or D, atom.acc_dtype, vc, m, n)
+        mma(c, a, b, c)
+        for i = 0, vc - 1 do D[{ i, m, n }] = c[i] end
+      end
+    end
+  end
+end
+
+return M

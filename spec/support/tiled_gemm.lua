@@ -1,0 +1,46 @@
+-- A TiledMMA GEMM kernel shared by spec/gemm_tiled_mma_spec.lua (PTX, ptxas)
+-- and spec/gemm_tiled_mma_gpu_spec.lua (#gpu): the block computes
+-- C (M x N, f32, row-major) = A (M x K, row-major) * B^T, B given N x K
+-- (K-major, CuTe's "TN"), with one tiled MMA: partition_A/B/C of the whole
+-- tensors, fragments, cute.copy in and out, one cute.gemm.
+local cute = require("cute")
+local M = {}
+
+-- ab: cute.bfloat16 / cute.float16; k: 16 or 8 (m16n8k16 / m16n8k8);
+-- atom_layout: {1,1,1}, {2,2,1}, ...; the kernel adds C0 (beta = 1) when add_c
+function M.tiled_mma(ab, k, atom_layout)
+  local op = cute.nvgpu.warp.MmaF16BF16Op{ ab_dtype = ab, acc_dtype = cute.float32, shape_mnk = { 16, 8, k } }
+  return cute.make_tiled_mma(op, atom_layout)
+end
+
+function M.kernel(tm, add_c, name)
+  return cute.kernel(function(A, B, Cm)
+    local thr = tm:get_slice(cute.arch.thread_idx())
+    local tCgA = thr:partition_A(A)
+    local tCgB = thr:partition_B(B)
+    local tCgC = thr:partition_C(Cm)
+    local tCrA = tm:make_fragment_A(tCgA)
+    local tCrB = thr:make_fragment_B(tCgB)
+    local tCrC = tm:make_fragment_C(tCgC)
+    cute.copy(tCgA, tCrA)
+    cute.copy(tCgB, tCrB)
+    if add_c then cute.copy(tCgC, tCrC) else tCrC:fill(0) end
+    cute.gemm(tm, tCrC, tCrA, tCrB, tCrC)
+    cute.copy(tCrC, tCgC)
+  end, { name = name or "tiled_gemm" })
+end
+
+-- C[m][n] = C0[m][n] + sum_k A[m][k] B[n][k] (0-based flat row-major arrays)
+function M.reference(A, B, C0, Mm, Nn, Kk)
+  local C = {}
+  for m = 0, Mm - 1 do
+    for n = 0, Nn - 1 do
+      local s = C0 and C0[m * Nn + n] or 0
+      for k = 0, Kk - 1 do s = s + A[m * Kk + k] * B[n * Kk + k] end
+      C[m * Nn + n] = s
+    end
+  end
+  return C
+end
+
+return M
