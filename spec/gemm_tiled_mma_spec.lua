@@ -129,6 +129,7 @@ describe("cute.gemm on fragments", function()
     { bf16, 16, { 2, 2, 1 }, 32, 32, 32, 4 }, -- 1 x 2 x 2
     { f16, 16, { 2, 2, 1 }, 64, 32, 32, 8 }, -- 2 x 2 x 2
     { f16, 8, { 1, 1, 1 }, 32, 16, 32, 16 }, -- 2 x 2 x 4
+    { bf16, 8, { 1, 1, 1 }, 32, 16, 32, 16 },
   }
   for _, c in ipairs(cases) do
     local ab, K, al, Mm, Nn, Kk, n_mma = c[1], c[2], c[3], c[4], c[5], c[6], c[7]
@@ -258,5 +259,109 @@ describe("TiledMMA in a kernel: errors at the user's line", function()
     end, table.unpack(S))
     at_line(e, "MARK_CP")
     assert.truthy(util.has(e, "cute.copy: src ((2,2),2,2) and dst ((2,2),1,2) differ in size (16 vs 8)"), e)
+  end)
+end)
+
+-- cute.gemm's pairing of operands, checked without a GPU: inside a trace, the
+-- register fragments and the mma instruction are replaced by Lua models.
+-- Each fragment element holds a label (the row and column it came from,
+-- through partition_A/B/C with a Lua thread index); the model mma checks,
+-- for the lane of that thread, that a, b and c are one atom's A, B and C
+-- fragments (the ISA's formulas, shifted by a whole atom tile) with A's and
+-- C's rows, B's and C's columns and A's and B's k the same, and returns an
+-- accumulator label; afterwards every (m, n) holds the chain of all k steps.
+describe("cute.gemm pairs the fragments as the ISA's atoms", function()
+  local arch = require("cute.nvgpu_arch")
+  local function run(ab, K, al, Mm, Nn, Kk, separate_d)
+    local tm = tg.tiled_mma(ab, K, al)
+    local real_frag, real_mma = arch.make_fragment_regs, arch.mma_sync
+    local problems, calls, done = {}, 0, {}
+    local function problem(s) if #problems < 5 then problems[#problems + 1] = s end end
+    local lane
+    local k = cute.kernel(function(A, B, Cm)
+      arch.make_fragment_regs = function(_, n)
+        local f = { _n = n }
+        return setmetatable(f, { __len = function() return n end })
+      end
+      arch.mma_sync = function(spec)
+        assert.are.equal(("m16n8k%d"):format(K), spec.shape)
+        return function(d, a, b, c)
+          calls = calls + 1
+          local g, q = math.floor(lane / 4), lane % 4
+          -- the atom-tile origin every value agrees on, or nil
+          local function origin(f, nv, which)
+            local r0, c0
+            for i = 0, nv - 1 do
+              local r, cc = isa[which](K, g, q, i)
+              local lab = f[i]
+              local dr, dc = lab.row - r, lab.col - cc
+              if r0 == nil then r0, c0 = dr, dc end
+              if dr ~= r0 or dc ~= c0 then problem(which .. " values from different atom tiles") end
+            end
+            return r0, c0
+          end
+          local am, ak = origin(a, K / 2, "A")
+          local bn, bk = origin(b, K / 4, "B")
+          local cm, cn = origin(c, 4, "C")
+          if am ~= cm or bn ~= cn or ak ~= bk then
+            problem(("A at (%s,%s), B at (%s,%s), C at (%s,%s)"):format(am, ak, bn, bk, cm, cn))
+          end
+          if am % 16 ~= 0 or ak % K ~= 0 or bn % 8 ~= 0 then problem("an origin off the atom grid") end
+          -- c is C0 (k = 0) or the accumulator of the k steps before this one
+          local key = am .. "," .. bn
+          local steps = c[0].steps or 0
+          if steps ~= ak / K or (steps > 0 and c[0].key ~= key) then
+            problem(("(%s): k step %d accumulates onto %s"):format(key, ak / K, tostring(c[0].key)))
+          end
+          for i = 0, 3 do
+            local r, cc = isa.C(K, g, q, i)
+            d[i] = { row = am + r, col = bn + cc, key = key, steps = steps + 1 }
+          end
+        end
+      end
+      local ok, err = pcall(function()
+        for t = 0, tm.size - 1 do
+          lane = t % 32
+          local thr = tm:get_slice(t)
+          local frags = {}
+          for _, w in ipairs({ { "A", A, Kk }, { "B", B, Kk }, { "C", Cm, Nn } }) do
+            local p = thr["partition_" .. w[1]](thr, w[2])
+            local r = tm["make_fragment_" .. w[1]](tm, p)
+            for i = 0, r:size() - 1 do
+              local off = p.off + ten.crd2idx(i, p.layout.shape, p.layout.stride)
+              r[i] = { row = math.floor(off / w[3]), col = off % w[3] }
+            end
+            frags[w[1]] = r
+          end
+          local D = frags.C
+          if separate_d then D = thr:make_fragment_C(frags.C) end
+          cute.gemm(tm, D, frags.A, frags.B, frags.C)
+          for i = 0, D:size() - 1 do
+            local lab = D[i]
+            if lab.steps ~= Kk / K then problem(("C value %d of thread %d: %s k steps"):format(i, t, tostring(lab.steps))) end
+            done[lab.row * Nn + lab.col] = (done[lab.row * Nn + lab.col] or 0) + 1
+          end
+        end
+      end)
+      arch.make_fragment_regs, arch.mma_sync = real_frag, real_mma
+      if not ok then error(err, 0) end
+    end, { name = "model" })
+    k:ir(ts({ Mm, Kk }, ab), ts({ Nn, Kk }, ab), ts({ Mm, Nn }, f32))
+    assert.are.same({}, problems)
+    -- one mma per thread per (m, n, k) atom; every element of C written once
+    assert.are.equal(tm.size * (Mm / 16) * (Nn / 8) * (Kk / K) / (tm.size / 32), calls)
+    for i = 0, Mm * Nn - 1 do assert.are.equal(1, done[i], "C element " .. i) end
+  end
+
+  it("one warp and four warps, m16n8k16 and m16n8k8", function()
+    run(bf16, 16, { 1, 1, 1 }, 32, 32, 32)
+    run(f16, 16, { 2, 2, 1 }, 64, 32, 48)
+    run(f16, 8, { 1, 1, 1 }, 32, 16, 32)
+    run(bf16, 16, { 1, 2, 1 }, 16, 32, 16)
+  end)
+
+  it("D apart from C: the first k step reads C, the others D", function()
+    run(bf16, 16, { 1, 1, 1 }, 32, 32, 32, true)
+    run(f16, 16, { 2, 2, 1 }, 32, 16, 32, true)
   end)
 end)
