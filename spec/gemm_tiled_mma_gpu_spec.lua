@@ -46,6 +46,17 @@ local function run(ab, K, al, Mm, Nn, Kk, add_c)
 end
 
 describe("TiledMMA GEMM on the GPU", function()
+  gpu_it("four warps (2,2,1), bf16 m16n8k16, 32 x 32 x 32, A and B through shared memory", function()
+    local tm = tg.tiled_mma(bf16, 16, { 2, 2, 1 })
+    local A, B = rand_ints(32 * 32), rand_ints(32 * 32)
+    local dA, dB = cute.from_host(one_based(A, 1024), bf16, { 32, 32 }), cute.from_host(one_based(B, 1024), bf16, { 32, 32 })
+    local dC = cute.zeros({ 32, 32 }, f32)
+    tg.smem_kernel(tm, 32, 32, 32, bf16):launch{ grid = 1, block = tm.size }(dA, dB, dC)
+    local got, want = dC:to_host(), tg.reference(A, B, nil, 32, 32, 32)
+    for i = 0, 1023 do assert.are.equal(want[i], got[i], "C element " .. i) end
+    for _, t in ipairs({ dA, dB, dC }) do t:free() end
+  end)
+
   gpu_it("one warp, bf16 m16n8k16, 32 x 32 x 32 (C = A B and C += A B)", function()
     for _ = 1, 2 do
       run(bf16, 16, { 1, 1, 1 }, 32, 32, 32, false)

@@ -159,6 +159,44 @@ describe("cute.gemm on fragments", function()
   end
 end)
 
+describe("cute.gemm from shared memory and with f16 accumulators", function()
+  local function build(k, want, n, ...)
+    for _, arch in ipairs({ "sm_80", "sm_90a" }) do
+      local r = k:with({ arch = arch, use_ptxas = PTXAS, opt_level = 3 }):compile(...)
+      assert.are.equal(n, count(r.ptx, want), r.ptx)
+      assert.falsy(util.has(r.ptx, ".local"), arch .. ": local memory")
+      if PTXAS then
+        assert.are.equal(0, r.info.spill_stores, arch .. ": " .. tostring(r.ptxas_log))
+        assert.are.equal(0, r.info.stack, arch)
+      end
+    end
+    if not PTXAS then pending("ptxas not found: PTX checked, not assembled") end
+  end
+
+  it("partition_A/B of shared tensors, four warps (2,2,1), bf16, 32 x 32 x 32: 4 mma per thread", function()
+    local tm = tg.tiled_mma(bf16, 16, { 2, 2, 1 })
+    local k = tg.smem_kernel(tm, 32, 32, 32, bf16)
+    local got
+    local probe = cute.kernel(function(A)
+      local sA = cute.make_shared_tensor(cute.make_layout({ 32, 32 }, { 32, 1 }), bf16)
+      local p = tm:get_slice(37):partition_A(sA)
+      got = tostring(p) .. " + " .. tostring(p.off)
+    end, { name = "probe" })
+    probe:ir(ts({ 32, 32 }, bf16))
+    -- thread 37: warp 1 (M 16..31), lane 5 (g 1, q 1): row 17, column 2
+    assert.are.equal("tensor<bf16, shared, ((2,2,2),1,2):((1,256,8),0,16)> + " .. (17 * 32 + 2), got)
+    build(k, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 4,
+      ts({ 32, 32 }, bf16), ts({ 32, 32 }, bf16), ts({ 32, 32 }, f32))
+  end)
+
+  it("f16 with f16 accumulators: fragments of float16, mma...f16.f16.f16.f16", function()
+    local op = cute.nvgpu.warp.MmaF16BF16Op{ ab_dtype = f16, acc_dtype = f16, shape_mnk = { 16, 8, 16 } }
+    local tm = cute.make_tiled_mma(op, { 1, 1, 1 })
+    build(tg.kernel(tm, true), "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 16,
+      ts({ 32, 32 }, f16), ts({ 32, 32 }, f16), ts({ 32, 32 }, f16))
+  end)
+end)
+
 local function trace_error(k, ...)
   local ok, e = pcall(k.ir, k, ...)
   assert.is_false(ok, "expected a trace error")
@@ -248,6 +286,11 @@ describe("TiledMMA in a kernel: errors at the user's line", function()
     at_line(e, "MARK_MUL")
     assert.truthy(util.has(e, "ThrMMA:partition_A: the tensor's shape (24,32): M = 24 is not a multiple of " ..
       "the tiled MMA's tile M = 32"), e)
+    e = errs(function(A)
+      tm:get_slice(0):partition_A(A) -- MARK_DYN
+    end, ts({ 32, 32 }, bf16, nil, { dynamic = true }))
+    at_line(e, "MARK_DYN")
+    assert.truthy(util.has(e, "ThrMMA:partition_A: the tensor's shape (i64,i64) must be static (take a tile of it with cute.local_tile)"), e)
     e = errs(function()
       tm:get_slice(128) -- MARK_THR
     end)

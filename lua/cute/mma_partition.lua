@@ -174,8 +174,39 @@ function M.get_slice(t, idx)
   return setmetatable({ tiled_mma = t, thr_idx = idx, thr_vmnk = vmnk_coord(t.thr_layout_vmnk, idx) }, ThrMma)
 end
 
+local traced_strides
 local pname = { A = "partition_A", B = "partition_B", C = "partition_C" }
 local modes = { A = { "M", "K", 1, 3 }, B = { "N", "K", 2, 3 }, C = { "M", "N", 1, 2 } }
+
+-- strides known only at run time (a tile of a cute.dynamic tensor): the
+-- thrfrg of the column-major (s0,s1):(1,s0), each leaf's stride x (a step of
+-- x elements in column-major order) rewritten as (x % s0) d0 + (x / s0) d1.
+-- That is exact when the row parts of all leaves never carry into the next
+-- column: sum over leaves of (shape - 1) (x % s0) < s0.
+function traced_strides(t, which, s, d, what)
+  local s0, s1 = ten.tsize(s[1]), ten.tsize(s[2])
+  if type(s[1]) == "table" or type(s[2]) == "table" then
+    failf(what, "a tensor with run-time strides must have two flat modes, got %s", ten.describe(s))
+  end
+  local R = t["thrfrg_" .. which](t, layout.make_layout({ s0, s1 }, { 1, s0 }))
+  local carry = 0
+  local function conv(sh, x)
+    if type(sh) == "table" then
+      local o = {}
+      for i = 1, #sh do o[i] = conv(sh[i], x[i]) end
+      return o
+    end
+    carry = carry + (sh - 1) * (x % s0)
+    return iadd(imul(x % s0, d[1]), imul(math.floor(x / s0), d[2]))
+  end
+  local sh = R:shape()
+  local st = conv(sh, R:stride())
+  if carry >= s0 then
+    failf(what, "the tiled MMA's partition of a (%d,%d) tensor with run-time strides does not map to its " ..
+      "strides; give the tensor static strides", s0, s1)
+  end
+  return { shape = sh, stride = st }
+end
 
 local function partition(thr, which, T)
   local what = "ThrMMA:" .. pname[which]
@@ -186,9 +217,9 @@ local function partition(thr, which, T)
   local t = thr.tiled_mma
   local md = modes[which]
   local s, d = T.layout.shape, T.layout.stride
-  if not (is_static(s) and is_static(d)) then
-    failf(what, "the tensor's layout %s must be static (compile the tensor with static strides, or take a " ..
-      "static tile of it with cute.local_tile)", ten.layout_str(T.layout))
+  if not is_static(s) then
+    failf(what, "the tensor's shape %s must be static (take a tile of it with cute.local_tile)",
+      ten.describe(s))
   end
   if type(s) ~= "table" or #s ~= 2 then
     failf(what, "the tensor %s must have rank 2 (%s,%s)", ten.describe(s), md[1], md[2])
@@ -201,10 +232,16 @@ local function partition(thr, which, T)
         ten.describe(s), md[i], n, md[i], tile[i])
     end
   end
-  local R = t["thrfrg_" .. which](t, layout.make_layout(s, d))
+  local tree
+  if is_static(d) then
+    local R = t["thrfrg_" .. which](t, layout.make_layout(s, d))
+    tree = { shape = R:shape(), stride = R:stride() }
+  else
+    tree = traced_strides(t, which, s, d, what)
+  end
   local v = thr.thr_vmnk
   local c = { { v[1], { v[md[3] + 1], v[md[4] + 1] } }, { _, { _, _ } } }
-  local sub = ten.make(T.ptr, T.off, { shape = R:shape(), stride = R:stride() }, T.elem, T.space, T.align, T.idx)
+  local sub = ten.make(T.ptr, T.off, tree, T.elem, T.space, T.align, T.idx)
   return sub:slice(c)
 end
 function ThrMma.partition_A(thr, T) return partition(thr, "A", T) end
@@ -248,8 +285,6 @@ local function sizes3(r)
   return { ten.tsize(s[1]), ten.tsize(s[2]), ten.tsize(s[3]) }
 end
 
-local ptx_name = { float16 = "f16", bfloat16 = "bf16", float32 = "f32" }
-
 function M.gemm(t, D, A, B, Cc)
   local what = "cute.gemm"
   tr.need_trace(what)
@@ -292,7 +327,7 @@ function M.gemm(t, D, A, B, Cc)
   if sz.A[2] ~= Mm then mismatch("A", "C", "MMA_M") end
   if sz.B[2] ~= Nn then mismatch("B", "C", "MMA_N") end
   if sz.B[3] ~= Kk then mismatch("A", "B", "MMA_K") end
-  local ab, acc = ptx_name[atom.a_dtype], ptx_name[atom.acc_dtype]
+  local ab, acc = dt.by_dtype[atom.a_dtype].ir, dt.by_dtype[atom.acc_dtype].ir
   local arch = nvgpu_arch()
   local mma = arch.mma_sync{ shape = ("m%dn%dk%d"):format(am, an, ak), a_type = ab, b_type = ab,
     c_type = acc, d_type = acc }

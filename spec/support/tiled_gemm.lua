@@ -30,6 +30,34 @@ function M.kernel(tm, add_c, name)
   end, { name = name or "tiled_gemm" })
 end
 
+-- the same through shared memory: the block's threads copy A and B into
+-- shared tensors (element by element), and partition_A/B take those
+function M.smem_kernel(tm, Mm, Nn, Kk, ab, name)
+  return cute.kernel(function(A, B, Cm)
+    local tid = cute.arch.thread_idx()
+    local sA = cute.make_shared_tensor(cute.make_layout({ Mm, Kk }, { Kk, 1 }), ab)
+    local sB = cute.make_shared_tensor(cute.make_layout({ Nn, Kk }, { Kk, 1 }), ab)
+    for i = 0, Mm * Kk / tm.size - 1 do
+      local e = tid + i * tm.size
+      sA[{ cute.div(e, Kk), cute.rem(e, Kk) }] = A[{ cute.div(e, Kk), cute.rem(e, Kk) }]
+    end
+    for i = 0, Nn * Kk / tm.size - 1 do
+      local e = tid + i * tm.size
+      sB[{ cute.div(e, Kk), cute.rem(e, Kk) }] = B[{ cute.div(e, Kk), cute.rem(e, Kk) }]
+    end
+    cute.arch.sync_threads()
+    local thr = tm:get_slice(tid)
+    local tCsA, tCsB, tCgC = thr:partition_A(sA), thr:partition_B(sB), thr:partition_C(Cm)
+    local tCrA, tCrB = thr:make_fragment_A(tCsA), thr:make_fragment_B(tCsB)
+    local tCrC = thr:make_fragment_C(tCgC)
+    cute.copy(tCsA, tCrA)
+    cute.copy(tCsB, tCrB)
+    tCrC:fill(0)
+    cute.gemm(tm, tCrC, tCrA, tCrB, tCrC)
+    cute.copy(tCrC, tCgC)
+  end, { name = name or "tiled_gemm_smem" })
+end
+
 -- C[m][n] = C0[m][n] + sum_k A[m][k] B[n][k] (0-based flat row-major arrays)
 function M.reference(A, B, C0, Mm, Nn, Kk)
   local C = {}
