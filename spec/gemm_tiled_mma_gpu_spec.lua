@@ -71,6 +71,23 @@ describe("TiledMMA GEMM on the GPU", function()
     end
   end)
 
+  gpu_it("run-time M, N, K (cute.dynamic): a 2 x 2 grid of 64 x 32 tiles, a traced loop over K in steps of 32", function()
+    local tm = tg.tiled_mma(bf16, 16, { 2, 2, 1 })
+    local k = tg.tiled_kernel(tm, 64, 32, 32)
+    for _, sz in ipairs({ { 128, 64, 96 }, { 64, 96, 32 } }) do
+      local Mm, Nn, Kk = sz[1], sz[2], sz[3]
+      local A, B = rand_ints(Mm * Kk), rand_ints(Nn * Kk)
+      local dA = cute.from_host(one_based(A, Mm * Kk), bf16, { Mm, Kk })
+      local dB = cute.from_host(one_based(B, Nn * Kk), bf16, { Nn, Kk })
+      local dC = cute.zeros({ Mm, Nn }, f32)
+      k:launch{ grid = { Mm / 64, Nn / 32 }, block = tm.size }(cute.dynamic(dA), cute.dynamic(dB), cute.dynamic(dC),
+        Kk / 32)
+      local got, want = dC:to_host(), tg.reference(A, B, nil, Mm, Nn, Kk)
+      for i = 0, Mm * Nn - 1 do assert.are.equal(want[i], got[i], ("%dx%dx%d: C element %d"):format(Mm, Nn, Kk, i)) end
+      for _, t in ipairs({ dA, dB, dC }) do t:free() end
+    end
+  end)
+
   gpu_it("one warp, f16 and bf16 m16n8k8, 32 x 16 x 32", function()
     run(f16, 8, { 1, 1, 1 }, 32, 16, 32, true)
     run(bf16, 8, { 1, 1, 1 }, 32, 16, 32, false)

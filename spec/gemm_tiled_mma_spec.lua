@@ -189,6 +189,23 @@ describe("cute.gemm from shared memory and with f16 accumulators", function()
       ts({ 32, 32 }, bf16), ts({ 32, 32 }, bf16), ts({ 32, 32 }, f32))
   end)
 
+  it("tiles of cute.dynamic tensors (run-time strides) over a traced k loop, four warps: 8 mma in the loop", function()
+    local tm = tg.tiled_mma(bf16, 16, { 2, 2, 1 })
+    local dyn = cute.dynamic
+    -- block tile 64 x 32 x 32: per step MMA_M 2, MMA_N 2, MMA_K 2
+    build(tg.tiled_kernel(tm, 64, 32, 32), "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 8,
+      dyn(ts({ 128, 64 }, bf16)), dyn(ts({ 64, 64 }, bf16)), dyn(ts({ 128, 64 }, f32)), cute.Int32(2))
+    local got = {}
+    local probe = cute.kernel(function(A)
+      local p = tm:get_slice(0):partition_A(cute.local_tile(A, { 64, 32 }, { 0, 0 }))
+      got.shape = ten.describe(p.layout.shape)
+      got.stride = ten.describe(p.layout.stride)
+    end, { name = "probe" })
+    probe:ir(dyn(ts({ 128, 64 }, bf16)))
+    -- K steps are static (stride 1 along K), M steps scale the run-time row stride
+    assert.are.same({ shape = "((2,2,2),2,2)", stride = "((1,i64,8),i64,16)" }, got)
+  end)
+
   it("f16 with f16 accumulators: fragments of float16, mma...f16.f16.f16.f16", function()
     local op = cute.nvgpu.warp.MmaF16BF16Op{ ab_dtype = f16, acc_dtype = f16, shape_mnk = { 16, 8, 16 } }
     local tm = cute.make_tiled_mma(op, { 1, 1, 1 })

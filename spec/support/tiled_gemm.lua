@@ -58,6 +58,30 @@ function M.smem_kernel(tm, Mm, Nn, Kk, ab, name)
   end, { name = name or "tiled_gemm_smem" })
 end
 
+-- runtime M, N, K (multiples of the block tile bm x bn x bk, bm and bn
+-- multiples of the tiled MMA's tile): block (x, y) computes the (x, y) tile
+-- of C over K / bk steps of a traced loop; the accumulator fragment is
+-- carried through the loop, each step partitions its tiles of A and B (tiles
+-- of cute.dynamic tensors: static shapes, run-time strides)
+function M.tiled_kernel(tm, bm, bn, bk, name)
+  return cute.kernel(function(A, B, Cm, ktiles)
+    local bx, by = cute.arch.block_idx()
+    local thr = tm:get_slice(cute.arch.thread_idx())
+    local gC = cute.local_tile(Cm, { bm, bn }, { bx, by })
+    local tCgC = thr:partition_C(gC)
+    local tCrC = thr:make_fragment_C(tCgC)
+    for kt in cute.range(ktiles) do
+      local tCgA = thr:partition_A(cute.local_tile(A, { bm, bk }, { bx, kt }))
+      local tCgB = thr:partition_B(cute.local_tile(B, { bn, bk }, { by, kt }))
+      local tCrA, tCrB = thr:make_fragment_A(tCgA), thr:make_fragment_B(tCgB)
+      cute.copy(tCgA, tCrA)
+      cute.copy(tCgB, tCrB)
+      cute.gemm(tm, tCrC, tCrA, tCrB, tCrC)
+    end
+    cute.copy(tCrC, tCgC)
+  end, { name = name or "tiled_gemm_dyn" })
+end
+
 -- C[m][n] = C0[m][n] + sum_k A[m][k] B[n][k] (0-based flat row-major arrays)
 function M.reference(A, B, C0, Mm, Nn, Kk)
   local C = {}
