@@ -308,6 +308,12 @@ describe("TiledMMA in a kernel: errors at the user's line", function()
     end, ts({ 32, 32 }, bf16, nil, { dynamic = true }))
     at_line(e, "MARK_DYN")
     assert.truthy(util.has(e, "ThrMMA:partition_A: the tensor's shape (i64,i64) must be static (take a tile of it with cute.local_tile)"), e)
+    e = errs(function(A, B, Cm)
+      tg.tiled_mma(bf16, 16, { 1, 1, 1 }):get_slice(0):partition_fragment_C(Cm) -- MARK_BIG
+    end, ts({ 32, 32 }, bf16), ts({ 32, 32 }, bf16), ts({ 128, 128 }, f32))
+    at_line(e, "MARK_BIG")
+    assert.truthy(util.has(e, "TiledMMA:make_fragment_C: a fragment of shape ((2,2),8,16) holds 512 values; " ..
+      "a register fragment holds at most 256 (partition a smaller tile)"), e)
     e = errs(function()
       tm:get_slice(128) -- MARK_THR
     end)

@@ -61,6 +61,10 @@ local function make_reg(shape, dtype, what)
   end
   local L = layout.make_layout(shape)
   local n = layout.size(L)
+  if n > cf.C.CUTE_ARR_MAX then
+    failf(what, "a fragment of shape %s holds %d values; a register fragment holds at most %d (partition a " ..
+      "smaller tile)", ten.describe(shape), n, cf.C.CUTE_ARR_MAX)
+  end
   local frag = nvgpu_arch().make_fragment_regs(dt.dtypes[dtype], n)
   return setmetatable({ _frag = frag, _shape = shape, _stride = L:stride(), _n = n, _dtype = dtype }, reg_mt)
 end
