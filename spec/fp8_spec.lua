@@ -298,6 +298,21 @@ kernel @k(%1: ptr.global.f32 "x", %2: ptr.global.f8e4m3 "a", %3: ptr.global.f8e5
     assert.truthy(r.ptx:find("cvt.rna.tf32.f32", 1, true))
   end)
 
+  it("cute.copy moves tf32 and fp8 tensors in 16-byte accesses (global -> registers -> global)", function()
+    for _, d in ipairs({ cute.float8_e4m3fn, cute.float8_e5m2, cute.tfloat32 }) do
+      local k = cute.kernel(function(A, B)
+        local i = cute.arch.thread_idx()
+        local a, b = cute.local_tile(A, { 16 }, { i }), cute.local_tile(B, { 16 }, { i })
+        local f = cute.make_fragment(cute.make_layout(16), d)
+        cute.copy(a, f)
+        cute.copy(f, b)
+      end, { arch = "sm_90a", use_ptxas = PTXAS ~= nil })
+      local r = k:compile(cute.tensor_spec({ 1024 }, d), cute.tensor_spec({ 1024 }, d))
+      assert.truthy(r.ptx:find("ld.global.nc.v4.u32", 1, true), d.name)
+      assert.truthy(r.ptx:find("st.global.v4.u32", 1, true), d.name)
+    end
+  end)
+
   it("arithmetic on an fp8 value in a kernel is an error at the user's line", function()
     local ok, e = pcall(function()
       local k = cute.kernel(function(E)
@@ -367,5 +382,28 @@ kernel @k(%1: ptr.global.f32 "x", %2: ptr.global.f8e4m3 "a", %3: ptr.global.f8e5
       same_f32(b5[i], dt.f8e5m2_to_float(e5[i]), "e5m2 -> f16 -> f32", i)
     end
     local _ = { hb4, hb5, hbt, e4, e5, t, h }
+  end)
+end)
+
+describe("tf32 and fp8 kernel parameters", function()
+  it("a scalar argument is written as the host conversion's bits", function()
+    local launch = require("cute.launch")
+    local T = dt.T
+    local plan = { { kind = "scalar", t = T.F8E4M3, arg = 1 }, { kind = "scalar", t = T.F8E5M2, arg = 2 },
+      { kind = "scalar", t = T.TF32, arg = 3 } }
+    local slots, _, ptrs, fill = launch.make_writer(plan, 3)
+    local x = 300.7
+    fill(slots, ptrs, cute.Float8E4M3FN(x), cute.Float8E5M2(x), cute.TFloat32(1 + 2 ^ -11))
+    local b = ffi.cast("uint8_t *", slots)
+    assert.equal(dt.float_to_f8e4m3(x), b[0])
+    assert.equal(dt.float_to_f8e5m2(x), b[8])
+    assert.equal(0x3f802000, ffi.cast("uint32_t *", slots)[4])
+    assert.equal(0x7e, dt.float_to_f8e4m3(1e6)) -- (beyond max: saturates, as the device's cvt would)
+    -- float16 / bfloat16 parameters beside them still written as their bits
+    slots, _, ptrs, fill = launch.make_writer({ { kind = "scalar", t = T.F16, arg = 1 },
+      { kind = "scalar", t = T.BF16, arg = 2 } }, 2)
+    fill(slots, ptrs, cute.Float16(1.5), cute.BFloat16(1.5))
+    assert.equal(0x3e00, ffi.cast("uint16_t *", slots)[0])
+    assert.equal(0x3fc0, ffi.cast("uint16_t *", slots)[4])
   end)
 end)

@@ -280,7 +280,7 @@ int32_t ir_type_get(cute_ir *ir, int kind, int n, int32_t elem) {
 int32_t cute_ir_t_vec(cute_ir *ir, int32_t elem, int lanes) {
   if (!ir || ir->err_code) return 0;
   int c = ir_scalar_class(elem);
-  if (c < 1 || c > 3 || (lanes != 2 && lanes != 4 && lanes != 8)) {
+  if (c < 1 || c == CUTE_TC_BOOL || c > CUTE_TC_XFLOAT || (lanes != 2 && lanes != 4 && lanes != 8)) {
     ir_fail(ir, CUTE_E_ARG, "vector type: need 2, 4 or 8 lanes of an int or float scalar (got %d x %s)",
             lanes, ir_type_valid(ir, elem) ? cute_ir_type_name(ir, elem) : "?");
     return 0;
@@ -438,7 +438,8 @@ static int32_t type_from_text(cute_ir *ir, const char *s, const char **end, int 
     p++;
     while (*p >= '0' && *p <= '9' && lanes < 1000) lanes = lanes * 10 + (*p++ - '0');
     int c = ir_scalar_class(sc);
-    if (c < 1 || c > 3 || (lanes != 2 && lanes != 4 && lanes != 8) || ir_bits(sc) * lanes > 128)
+    if (c < 1 || c == CUTE_TC_BOOL || c > CUTE_TC_XFLOAT || (lanes != 2 && lanes != 4 && lanes != 8) ||
+        ir_bits(sc) * lanes > 128)
       return 0;
     int32_t t = ir_type_get(ir, CUTE_T_VEC, lanes, sc);
     if (t) *end = p;
