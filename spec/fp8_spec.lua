@@ -83,6 +83,8 @@ local function inputs(F)
     add((F.decode(p) + F.decode(p + 1)) / 2)
   end
   add(F.decode(1) / 2); add(F.decode(1) / 4); add(F.decode(1) * 0.75)
+  -- the tie between max and the next value the exponent would give (464, 61440)
+  add(F.max + (F.max - F.decode(F.maxbits - 1)) / 2)
   for _ = 1, 4000 do
     add((1 + rnd()) * 2 ^ math.floor(rnd() * 50 - 30))
   end
