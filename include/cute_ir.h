@@ -41,9 +41,11 @@ enum {
   CUTE_T_I8 = 3, CUTE_T_I16 = 4, CUTE_T_I32 = 5, CUTE_T_I64 = 6,
   CUTE_T_U8 = 7, CUTE_T_U16 = 8, CUTE_T_U32 = 9, CUTE_T_U64 = 10,
   CUTE_T_F16 = 11, CUTE_T_BF16 = 12, CUTE_T_F32 = 13, CUTE_T_F64 = 14,
-  CUTE_T_VEC = 15, CUTE_T_PTR = 16,
-  CUTE_T_ARR = 17,   /* register fragment: elem[n], elem a scalar number or vector */
-  CUTE_T_BYTES = 18  /* opaque by-value kernel parameter: bytes<size,align> */
+  /* storage-only floats (class CUTE_TC_XFLOAT): load, store, select, bitcast, cvt */
+  CUTE_T_TF32 = 15, CUTE_T_F8E4M3 = 16, CUTE_T_F8E5M2 = 17,
+  CUTE_T_VEC = 18, CUTE_T_PTR = 19,
+  CUTE_T_ARR = 20,   /* register fragment: elem[n], elem a scalar number or vector */
+  CUTE_T_BYTES = 21  /* opaque by-value kernel parameter: bytes<size,align> */
 };
 
 /* Address spaces (NVPTX numbering). */
@@ -234,9 +236,10 @@ const char *cute_ir_imm_key(int op, int slot);
    0 and *out on success, -1 if the name is unknown there. */
 int cute_ir_imm_lookup(int op, int slot, const char *name, int64_t *out);
 /* The scalar type table (src/irdef.h), for the Lua dtype table: for a scalar type ref t
-   (CUTE_T_VOID..CUTE_T_F64) its name ("f32"), bits and class CUTE_TC_* into the non-NULL
+   (CUTE_T_VOID..CUTE_T_F8E5M2) its name ("f32"), bits and class CUTE_TC_* into the non-NULL
    out-pointers and 0; -1 if t is not a scalar type. */
-enum { CUTE_TC_NONE = 0, CUTE_TC_SINT = 1, CUTE_TC_UINT = 2, CUTE_TC_FLOAT = 3, CUTE_TC_BOOL = 4 };
+enum { CUTE_TC_NONE = 0, CUTE_TC_SINT = 1, CUTE_TC_UINT = 2, CUTE_TC_FLOAT = 3, CUTE_TC_BOOL = 4,
+       CUTE_TC_XFLOAT = 5 /* tf32, fp8: no arithmetic, converted through cvt */ };
 int cute_ir_scalar_info(int32_t t, const char **name, int *bits, int *cls);
 /* Name of address space CUTE_AS_* ("generic", "global", ...); NULL if there is no such space. */
 const char *cute_ir_space_name(int space);

@@ -12,7 +12,7 @@ describe("cute.dtype agrees with the C core", function()
 
   it("every scalar type of the C table: code, IR name, size, enum name", function()
     local n = 0
-    for t = C.CUTE_T_I1, C.CUTE_T_F64 do
+    for t = C.CUTE_T_I1, C.CUTE_T_F8E5M2 do
       local info = dt.scalars[t]
       assert.is_table(info, "no entry for type " .. t)
       local name = ffi.string(C.cute_ir_type_name(ir, t))
@@ -36,8 +36,9 @@ describe("cute.dtype agrees with the C core", function()
   it("classes: integers with their ranges, floats with their formats, the boolean", function()
     for _, info in pairs(dt.scalars) do
       local ctype = info.bool and "uint8_t" or info.ctype
-      if info.float then
+      if info.float or info.xfloat then
         assert.is_nil(info.int)
+        assert.is_true(not (info.float and info.xfloat))
         assert.is_number(info.p)
         -- the largest finite value of the format is representable: 2^emax * (2 - 2^(1-p))
         assert.is_true(2 ^ info.emax * (2 - 2 ^ (1 - info.p)) < math.huge)
@@ -50,6 +51,17 @@ describe("cute.dtype agrees with the C core", function()
     assert.is_true(dt.by_ir.i1.bool)
     assert.equal(dt.T.U8, dt.storage(dt.T.I1))
     assert.equal(dt.T.F32, dt.storage(dt.T.F32))
+    -- tf32 and fp8: storage-only floats (C class XFLOAT), their bits in memory
+    for ir, bits in pairs({ tf32 = 32, f8e4m3 = 8, f8e5m2 = 8 }) do
+      local info = dt.by_ir[ir]
+      assert.is_true(info.xfloat, ir)
+      assert.is_nil(info.float)
+      assert.equal(bits, info.bits)
+      assert.equal(info.code, dt.storage(info.code))
+      local cls = ffi.new("int[1]")
+      assert.equal(0, C.cute_ir_scalar_info(info.code, nil, nil, cls))
+      assert.equal(C.CUTE_TC_XFLOAT, cls[0])
+    end
   end)
 
   it("address spaces: each one's name is the one C prints in pointer types", function()
@@ -75,12 +87,12 @@ describe("names", function()
   it("CuTe DSL's scalar names are the kernel scalar constructors, one per IR scalar type", function()
     local want = { i1 = "Boolean", i8 = "Int8", i16 = "Int16", i32 = "Int32", i64 = "Int64", u8 = "Uint8",
       u16 = "Uint16", u32 = "Uint32", u64 = "Uint64", f16 = "Float16", bf16 = "BFloat16", f32 = "Float32",
-      f64 = "Float64" }
+      f64 = "Float64", tf32 = "TFloat32", f8e4m3 = "Float8E4M3FN", f8e5m2 = "Float8E5M2" }
     for ir, cname in pairs(want) do
       assert.equal(cname, dt.by_ir[ir].cute)
       assert.is_function(cute[cname])
     end
-    assert.equal(#dt.cute_names, 13)
+    assert.equal(#dt.cute_names, 16)
   end)
 
   it("runtime dtypes: one per scalar type, named as before, read by every module", function()
@@ -94,8 +106,19 @@ describe("names", function()
     assert.equal(cute.float32, cute.dtype("Float32"))
     assert.equal(dt.T.U8, cute.bool.ir)
     assert.equal(dt.T.BF16, cute.bfloat16.ir)
-    assert.equal("float32, float16, bfloat16, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64, bool",
-      dt.dtype_names)
+    assert.equal("float32, float16, bfloat16, tfloat32, float8_e4m3fn, float8_e5m2, float64, int8, int16, int32, int64, "
+      .. "uint8, uint16, uint32, uint64, bool", dt.dtype_names)
+    -- CuTe DSL's names of the low-precision formats, and their elements' IR types
+    assert.equal(cute.float8_e4m3fn, cute.dtype("Float8E4M3FN"))
+    assert.equal(cute.float8_e5m2, cute.dtype("Float8E5M2"))
+    assert.equal(cute.tfloat32, cute.dtype("TFloat32"))
+    assert.equal(dt.T.F8E4M3, cute.float8_e4m3fn.ir)
+    assert.equal(dt.T.F8E5M2, cute.float8_e5m2.ir)
+    assert.equal(dt.T.TF32, cute.tfloat32.ir)
+    assert.equal(1, cute.float8_e4m3fn.size)
+    assert.equal(4, cute.tfloat32.size)
+    assert.equal(dt.float_to_f8e4m3, cute.float8_e4m3fn.from_number)
+    assert.equal(dt.tf32_to_float, cute.tfloat32.to_number)
   end)
 
   it("an unknown dtype is an error naming the value and the valid names, at the user's line", function()

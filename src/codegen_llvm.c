@@ -67,6 +67,8 @@ LLVMTypeRef cg_type(cg *g, int32_t t) {
   case CUTE_T_BF16: r = g->tbf16; break;
   case CUTE_T_F32: r = g->tf32; break;
   case CUTE_T_F64: r = g->tf64; break;
+  case CUTE_T_TF32: r = g->ti32; break;                         /* the f32 bits, low 13 zero */
+  case CUTE_T_F8E4M3: case CUTE_T_F8E5M2: r = g->ti8; break;
   case CUTE_T_VEC: r = LLVMVectorType(cg_type(g, ty->elem), ty->n); break;
   case CUTE_T_PTR: r = LLVMPointerTypeInContext(g->C, ty->n); break;
   case CUTE_T_ARR: r = LLVMArrayType2(cg_type(g, ty->elem), (uint64_t)ty->n); break;

@@ -186,8 +186,8 @@ cute_ir *cute_ir_new(void) {
   ir->strs[0] = calloc(1, 1);
   ir->nstrs = 1;
   ir->nfuncs = 1;
-  for (int k = CUTE_T_VOID; k <= CUTE_T_F64; k++) ir->types[k].kind = k;
-  ir->ntypes = CUTE_T_F64 + 1;
+  for (int k = CUTE_T_VOID; k <= CUTE_T_F8E5M2; k++) ir->types[k].kind = k;
+  ir->ntypes = CUTE_T_F8E5M2 + 1;
   return ir;
 }
 
@@ -236,8 +236,8 @@ void cute_ir_set_loc(cute_ir *ir, const char *file, int line) {
 }
 
 /* ---- types ----------------------------------------------------------------------- */
-int ir_scalar_class(int32_t t) { return t >= CUTE_T_VOID && t <= CUTE_T_F64 ? ir_scalars[t].cls : 0; }
-int ir_bits(int32_t t) { return t >= CUTE_T_VOID && t <= CUTE_T_F64 ? ir_scalars[t].bits : 0; }
+int ir_scalar_class(int32_t t) { return t >= CUTE_T_VOID && t <= CUTE_T_F8E5M2 ? ir_scalars[t].cls : 0; }
+int ir_bits(int32_t t) { return t >= CUTE_T_VOID && t <= CUTE_T_F8E5M2 ? ir_scalars[t].bits : 0; }
 
 int ir_type_valid(const cute_ir *ir, int32_t t) { return t > 0 && t < ir->ntypes; }
 
@@ -263,8 +263,8 @@ int ir_tsize(const cute_ir *ir, int32_t t) {
 }
 
 int32_t ir_type_get(cute_ir *ir, int kind, int n, int32_t elem) {
-  if (kind >= CUTE_T_VOID && kind <= CUTE_T_F64) return kind;
-  for (int32_t i = CUTE_T_F64 + 1; i < ir->ntypes; i++)
+  if (kind >= CUTE_T_VOID && kind <= CUTE_T_F8E5M2) return kind;
+  for (int32_t i = CUTE_T_F8E5M2 + 1; i < ir->ntypes; i++)
     if (ir->types[i].kind == kind && ir->types[i].n == n && ir->types[i].elem == elem) return i;
   if (ir->ntypes >= ir->captypes) {
     int32_t nc = ir->captypes * 2;
@@ -280,7 +280,7 @@ int32_t ir_type_get(cute_ir *ir, int kind, int n, int32_t elem) {
 int32_t cute_ir_t_vec(cute_ir *ir, int32_t elem, int lanes) {
   if (!ir || ir->err_code) return 0;
   int c = ir_scalar_class(elem);
-  if (c < 1 || c > 3 || (lanes != 2 && lanes != 4 && lanes != 8)) {
+  if (c < 1 || c == CUTE_TC_BOOL || c > CUTE_TC_XFLOAT || (lanes != 2 && lanes != 4 && lanes != 8)) {
     ir_fail(ir, CUTE_E_ARG, "vector type: need 2, 4 or 8 lanes of an int or float scalar (got %d x %s)",
             lanes, ir_type_valid(ir, elem) ? cute_ir_type_name(ir, elem) : "?");
     return 0;
@@ -429,7 +429,7 @@ static int32_t type_from_text(cute_ir *ir, const char *s, const char **end, int 
   size_t n = 0;
   while ((s[n] >= 'a' && s[n] <= 'z' && s[n] != 'x') || (s[n] >= '0' && s[n] <= '9')) n++;
   int32_t sc = 0;
-  for (int k = CUTE_T_VOID; k <= CUTE_T_F64; k++)
+  for (int k = CUTE_T_VOID; k <= CUTE_T_F8E5M2; k++)
     if (strlen(ir_scalars[k].name) == n && !strncmp(s, ir_scalars[k].name, n)) sc = k;
   if (!sc) return 0;
   const char *p = s + n;
@@ -438,7 +438,8 @@ static int32_t type_from_text(cute_ir *ir, const char *s, const char **end, int 
     p++;
     while (*p >= '0' && *p <= '9' && lanes < 1000) lanes = lanes * 10 + (*p++ - '0');
     int c = ir_scalar_class(sc);
-    if (c < 1 || c > 3 || (lanes != 2 && lanes != 4 && lanes != 8) || ir_bits(sc) * lanes > 128)
+    if (c < 1 || c == CUTE_TC_BOOL || c > CUTE_TC_XFLOAT || (lanes != 2 && lanes != 4 && lanes != 8) ||
+        ir_bits(sc) * lanes > 128)
       return 0;
     int32_t t = ir_type_get(ir, CUTE_T_VEC, lanes, sc);
     if (t) *end = p;
@@ -511,7 +512,7 @@ int cute_ir_imm_lookup(int op, int slot, const char *name, int64_t *out) {
   return -1;
 }
 int cute_ir_scalar_info(int32_t t, const char **name, int *bits, int *cls) {
-  if (t < CUTE_T_VOID || t > CUTE_T_F64) return -1;
+  if (t < CUTE_T_VOID || t > CUTE_T_F8E5M2) return -1;
   if (name) *name = ir_scalars[t].name;
   if (bits) *bits = ir_scalars[t].bits;
   if (cls) *cls = ir_scalars[t].cls;

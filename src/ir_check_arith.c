@@ -84,12 +84,28 @@ int chk_select(chk *c) {
   return 0;
 }
 
+/* tf32 and fp8 (class XFLOAT): f32 -> tf32 (cvt.rna, no rounding mode given), tf32 -> f32,
+   f32/f16 -> fp8 (rn, satfinite), fp8 -> f16/f32; scalars only */
+static int chk_cvt_xfloat(chk *c, int32_t ss, int32_t st) {
+  CHK_LOCALS;
+  int32_t s = T(0);
+  int f8s = ss == CUTE_T_F8E4M3 || ss == CUTE_T_F8E5M2, f8t = st == CUTE_T_F8E4M3 || st == CUTE_T_F8E5M2;
+  int ok = (ss == CUTE_T_F32 && st == CUTE_T_TF32) || (ss == CUTE_T_TF32 && st == CUTE_T_F32) ||
+           ((ss == CUTE_T_F32 || ss == CUTE_T_F16) && f8t) || (f8s && (st == CUTE_T_F32 || st == CUTE_T_F16));
+  if (!ok || s != ss) return bad(c, "cannot convert %s to %s (tf32 converts from and to f32, fp8 from f32/f16 and to f16/f32)", TS(s), TS(t));
+  if (in->imm < 0 || in->imm > CUTE_RND_RP) return bad(c, "bad rounding mode %lld", (long long)in->imm);
+  if (st == CUTE_T_TF32 && in->imm) return bad(c, "cvt to tf32 rounds to nearest, ties away (cvt.rna): no rounding mode");
+  if (in->imm && in->imm != CUTE_RND_RN) return bad(c, "fp8 conversions round to nearest even (rn) only");
+  return 0;
+}
+
 int chk_cvt(chk *c) {
   CHK_LOCALS;
   int32_t s = T(0);
   int vs = is_kind(ir, s, CUTE_T_VEC), vt = is_kind(ir, t, CUTE_T_VEC);
   if (vs != vt || (vs && ir->types[s].n != ir->types[t].n)) return bad(c, "cannot convert %s to %s", TS(s), TS(t));
   int32_t ss = ir_scalar_of(ir, s), st = ir_scalar_of(ir, t);
+  if (ir_scalar_class(ss) == CUTE_TC_XFLOAT || ir_scalar_class(st) == CUTE_TC_XFLOAT) return chk_cvt_xfloat(c, ss, st);
   if (!(is_scalar_num(ss) || ss == CUTE_T_I1) || !(is_scalar_num(st) || st == CUTE_T_I1))
     return bad(c, "cannot convert %s to %s (use bitcast for pointers)", TS(s), TS(t));
   if (in->imm < 0 || in->imm > CUTE_RND_RP) return bad(c, "bad rounding mode %lld", (long long)in->imm);

@@ -182,7 +182,10 @@ enum { RT_NONE, RT_A0, RT_A1, RT_I1, RT_U32, RT_PELEM, RT_ELEM, RT_FN };
   _(F16,  "f16",  16, 3) \
   _(BF16, "bf16", 16, 3) \
   _(F32,  "f32",  32, 3) \
-  _(F64,  "f64",  64, 3)
+  _(F64,  "f64",  64, 3) \
+  _(TF32,   "tf32",   32, 5) \
+  _(F8E4M3, "f8e4m3", 8,  5) \
+  _(F8E5M2, "f8e5m2", 8,  5)
 
 #define IR_SPACE_NAMES "generic", "global", "", "shared", "const", "local"
 

@@ -50,11 +50,58 @@ static LLVMValueRef from_reg(cg *g, int32_t t, LLVMValueRef v) {
 }
 
 /* ---- conversions ---------------------------------------------------------------- */
+/* tf32 and fp8 (the checker allows f32 <-> tf32, f32/f16 -> fp8, fp8 -> f16/f32):
+   cvt.rna.tf32.f32 (sm_80); fp8 pairs in PTX, cvt.rn.satfinite.e4m3x2.f32 d, a, b
+   puts a in the high byte, b in the low one: a single value is packed with 0.0
+   and the low byte taken; cvt.rn.f16x2.e4m3x2 widens the other way (sm_89) */
+static LLVMValueRef cvt_xfloat(cg *g, const ir_inst *in, int32_t st, int32_t sf, LLVMValueRef v) {
+  int f8t = st == CUTE_T_F8E4M3 || st == CUTE_T_F8E5M2;
+  const char *f8 = (st == CUTE_T_F8E5M2 || sf == CUTE_T_F8E5M2) ? "e5m2x2" : "e4m3x2";
+  char tmpl[96];
+  if (sf == CUTE_T_TF32) return LLVMBuildBitCast(g->B, v, g->tf32, "");
+  if (st == CUTE_T_TF32) {
+    if (g->sm < 80) {
+      cg_fail(g, in, "cvt f32 -> tf32 needs sm_80 or newer (target sm_%d)", g->sm);
+      return LLVMGetUndef(g->ti32);
+    }
+    /* the low 13 bits cleared: the tf32 value as an f32 bit pattern whatever the
+       hardware leaves there (tf32 -> f32 is then a bitcast) */
+    LLVMValueRef r = cg_iasm(g, g->ti32, "cvt.rna.tf32.f32 $0, $1;", "=r,f", &v, 1, 0);
+    return LLVMBuildAnd(g->B, r, LLVMConstInt(g->ti32, 0xffffe000u, 0), "");
+  }
+  if (g->sm < 89) {
+    const char *a = "", *b = "";
+    cute_ir_scalar_info(sf, &a, NULL, NULL);
+    cute_ir_scalar_info(st, &b, NULL, NULL);
+    cg_fail(g, in, "cvt %s -> %s (fp8) needs sm_89 or newer (target sm_%d)", a, b, g->sm);
+    return LLVMGetUndef(cg_type(g, st));
+  }
+  if (f8t) {
+    LLVMValueRef r;
+    if (sf == CUTE_T_F32) {
+      LLVMValueRef a[2] = {LLVMConstReal(g->tf32, 0.0), v};
+      snprintf(tmpl, sizeof tmpl, "cvt.rn.satfinite.%s.f32 $0, $1, $2;", f8);
+      r = cg_iasm(g, g->ti16, tmpl, "=h,f,f", a, 2, 0);
+    } else { /* f16: packed with +0.0 in the high half */
+      LLVMValueRef x = LLVMBuildZExt(g->B, LLVMBuildBitCast(g->B, v, g->ti16, ""), g->ti32, "");
+      snprintf(tmpl, sizeof tmpl, "cvt.rn.satfinite.%s.f16x2 $0, $1;", f8);
+      r = cg_iasm(g, g->ti16, tmpl, "=h,r", &x, 1, 0);
+    }
+    return LLVMBuildTrunc(g->B, r, g->ti8, "");
+  }
+  LLVMValueRef x = LLVMBuildZExt(g->B, v, g->ti16, "");
+  snprintf(tmpl, sizeof tmpl, "cvt.rn.f16x2.%s $0, $1;", f8);
+  LLVMValueRef h = cg_iasm(g, g->ti32, tmpl, "=r,h", &x, 1, 0);
+  h = LLVMBuildBitCast(g->B, LLVMBuildTrunc(g->B, h, g->ti16, ""), g->tf16, "");
+  return st == CUTE_T_F32 ? LLVMBuildFPExt(g->B, h, g->tf32, "") : h; /* exact */
+}
+
 LLVMValueRef cg_cvt(cg *g, const ir_inst *in, int32_t to, int32_t from, LLVMValueRef v, int rnd) {
   cute_ir *ir = g->ir;
   LLVMTypeRef T = cg_type(g, to);
   if (to == from && !rnd) return v;
   int32_t st = ir_scalar_of(ir, to), sf = ir_scalar_of(ir, from);
+  if (ir_scalar_class(st) == CUTE_TC_XFLOAT || ir_scalar_class(sf) == CUTE_TC_XFLOAT) return cvt_xfloat(g, in, st, sf, v);
   int ct = ir_scalar_class(st), cf = ir_scalar_class(sf);
   if (rnd && ((sf == CUTE_T_BF16 && g->sm < 90) ||
               (ct == 3 && cf == 3 && st != sf && ir_bits(st) == 16 && ir_bits(sf) == 16))) {

@@ -273,7 +273,24 @@ static int nvptx_link_libraries(cg *g, ir_buf *log, char *msg, size_t cap) {
 
 /* grid_constant parameters (cvta.param) need sm_70 and PTX 7.7: raised when
    no version was asked for, an error when a lower one was */
+/* fp8 cvt (e4m3x2/e5m2x2) on sm_89 needs PTX 8.1 (sm_90 has it from 7.8): raised when
+   no version was asked for */
+static int uses_fp8_cvt(const cute_ir *ir) {
+  for (int32_t fi = 1; fi < ir->nfuncs; fi++)
+    for (int32_t i = 1; i < ir->funcs[fi].ninst; i++) {
+      const ir_inst *in = &ir->funcs[fi].inst[i];
+      if (in->op != IR_CVT) continue;
+      int32_t r = ir_args(&ir->funcs[fi], in)[0], a = r > 0 ? ir->funcs[fi].inst[r].type : 0;
+      for (int k = 0; k < 2; k++) {
+        int32_t t = k ? in->type : a;
+        if (t == CUTE_T_F8E4M3 || t == CUTE_T_F8E5M2) return 1;
+      }
+    }
+  return 0;
+}
+
 static int nvptx_prepare(cg *g, char *msg, size_t cap) {
+  if (g->sm == 89 && !g->ptx_req && g->ptx < 81 && uses_fp8_cvt(g->ir)) g->ptx_req = g->ptx = 81;
   int need = nvptx_min_ptx(g->ir);
   if (!need) return 0;
   if (g->sm < 70 || (g->ptx_req && g->ptx_req < need)) {

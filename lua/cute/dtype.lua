@@ -17,6 +17,8 @@
 --   dt.dtype_ir.float32       -- IR type code of a runtime dtype's elements
 --   dt.spaces.global, dt.space_names[1]   -- address spaces (NVPTX numbering)
 --   dt.float_to_half/half_to_float/float_to_bf16/bf16_to_float   -- bit conversions
+--   dt.float_to_tf32/tf32_to_float, dt.float_to_f8e4m3/f8e4m3_to_float,
+--   dt.float_to_f8e5m2/f8e5m2_to_float   -- tf32 and fp8 bits, as the device's cvt
 local ffi = require("ffi")
 local bit = require("bit")
 local cf = require("cute.ffi")
@@ -35,16 +37,26 @@ local float_format = {
   bf16 = { p = 8, emin = -126, emax = 127 },
   f32 = { p = 24, emin = -126, emax = 127 },
   f64 = { p = 53, emin = -1022, emax = 1023 },
+  -- storage-only formats (class XFLOAT: converted through cvt, no arithmetic)
+  tf32 = { p = 11, emin = -126, emax = 127, inf = true },
+  f8e4m3 = { p = 4, emin = -6, emax = 8, inf = false },   -- E4M3FN: finite, NaN 0x7f/0xff
+  f8e5m2 = { p = 3, emin = -14, emax = 15, inf = true },  -- IEEE-like: inf 0x7c, NaN 0x7d-0x7f
 }
 
 ---------------------------------------------------------------------------
 -- scalar types from the C table
 ---------------------------------------------------------------------------
 local TC_SINT, TC_UINT, TC_FLOAT, TC_BOOL = C.CUTE_TC_SINT, C.CUTE_TC_UINT, C.CUTE_TC_FLOAT, C.CUTE_TC_BOOL
+local TC_XFLOAT = C.CUTE_TC_XFLOAT
 
--- CuTe DSL's name of a scalar type: Int32, Uint8, Float16, BFloat16, Boolean
+-- CuTe DSL's name of a scalar type: Int32, Uint8, Float16, BFloat16, Boolean,
+-- TFloat32, Float8E4M3FN (finite only: FN), Float8E5M2
 local function cute_name(ir, cls, bits)
   if cls == TC_BOOL then return "Boolean" end
+  if cls == TC_XFLOAT then
+    if ir:sub(1, 2) == "tf" then return "TFloat" .. bits end
+    return "Float" .. bits .. ir:sub(3):upper() .. (float_format[ir].inf and "" or "FN")
+  end
   if cls == TC_SINT then return "Int" .. bits end
   if cls == TC_UINT then return "Uint" .. bits end
   if ir:sub(1, 2) == "bf" then return "BFloat" .. bits end
@@ -56,7 +68,7 @@ M.scalars = {}       -- code -> info
 M.by_ir, M.by_cute, M.by_dtype = {}, {}, {}
 M.cute_names = {}
 local namep, bitsp, clsp = ffi.new("const char *[1]"), ffi.new("int[1]"), ffi.new("int[1]")
-for t = C.CUTE_T_VOID, C.CUTE_T_VEC - 1 do
+for t = C.CUTE_T_VOID, C.CUTE_T_F8E5M2 do
   if C.cute_ir_scalar_info(t, namep, bitsp, clsp) == 0 and clsp[0] ~= 0 then
     local ir, bits, cls = ffi.string(namep[0]), bitsp[0], clsp[0]
     local info = {
@@ -65,7 +77,15 @@ for t = C.CUTE_T_VOID, C.CUTE_T_VEC - 1 do
       signed = cls == TC_SINT,
       cute = cute_name(ir, cls, bits),
     }
-    if cls == TC_FLOAT then
+    if cls == TC_XFLOAT then
+      info.int, info.xfloat = nil, true
+      local f = float_format[ir] or cf.fail("cute.dtype: no float format for the C core's type " .. ir)
+      info.p, info.emin, info.emax = f.p, f.emin, f.emax
+      info.kind = bits == 8 and "fp8" or "tf32"
+      info.ctype = "uint" .. bits .. "_t"   -- the bits, as float16's
+      -- tfloat32, float8_e4m3fn, float8_e5m2
+      info.dtype = bits == 8 and ("float8_" .. info.cute:sub(7):lower()) or info.cute:lower()
+    elseif cls == TC_FLOAT then
       info.int = nil
       local f = float_format[ir] or cf.fail("cute.dtype: no float format for the C core's type " .. ir)
       info.p, info.emin, info.emax = f.p, f.emin, f.emax
@@ -173,6 +193,74 @@ function M.bf16_to_float(h)
 end
 
 ---------------------------------------------------------------------------
+-- tfloat32 and fp8 bit conversions, as the device's cvt (PTX ISA):
+--   f32 -> tf32   cvt.rna.tf32.f32: 10 mantissa bits, to nearest, ties away
+--                 from zero (may reach inf); the f32 layout, low 13 bits zero
+--   f32 -> fp8    cvt.rn.satfinite.{e4m3,e5m2}x2.f32: to nearest even; beyond
+--                 the largest finite value (inf included) ±max; NaN -> 0x7f
+-- A Lua number is first rounded to float32 (the device's input).
+---------------------------------------------------------------------------
+function M.float_to_tf32(x)
+  bits32.f = x
+  local u = bits32.u
+  if band(u, 0x7f800000) == 0x7f800000 then          -- inf, nan (kept quiet)
+    if band(u, 0x7fffff) == 0 then return u end
+    return band(bor(u, 0x400000), 0xffffe000) % 2 ^ 32
+  end
+  return band(u + 0x1000, 0xffffe000) % 2 ^ 32
+end
+
+function M.tf32_to_float(b)
+  bits32.u = b
+  return bits32.f
+end
+
+local frexp, floor = math.frexp, math.floor
+
+local function fp8_format(ir)
+  local f = float_format[ir]
+  local mb = f.p - 1
+  -- the largest finite value: 1.11..b * 2^emax, or 1.110b for E4M3FN (1.111b is NaN)
+  local top = 2 ^ mb - (f.inf and 1 or 2)
+  local fmt = { mb = mb, emin = f.emin, bias = 1 - f.emin, inf = f.inf,
+    max = (2 ^ mb + top) * 2 ^ (f.emax - mb), maxbits = (1 - f.emin + f.emax) * 2 ^ mb + top }
+  M[ir .. "_max"] = fmt.max
+  M[ir .. "_to_float"] = function(b)
+    local s = b >= 128 and -1 or 1
+    local a = b % 128
+    local e, m = floor(a / 2 ^ mb), a % 2 ^ mb
+    if fmt.inf and e == fmt.bias + f.emax + 1 then return m == 0 and s * huge or 0 / 0 end
+    if not fmt.inf and a == 127 then return 0 / 0 end
+    if e == 0 then return s * m * 2 ^ (fmt.emin - mb) end
+    return s * (2 ^ mb + m) * 2 ^ (e - fmt.bias - mb)
+  end
+  M["float_to_" .. ir] = function(x)
+    bits32.f = x
+    local v = bits32.f
+    if v ~= v then return 0x7f end
+    local s = (v < 0 or (v == 0 and 1 / v < 0)) and 128 or 0
+    local a = math.abs(v)
+    if a > fmt.max then return s + fmt.maxbits end -- satfinite (inf too); rounding below max never exceeds it
+    local _, ex = frexp(a)
+    local e = math.max(ex - 1, fmt.emin)
+    local q = 2 ^ (e - mb)                            -- the format's spacing at a
+    local n = a / q
+    local r = floor(n)
+    local fr = n - r
+    if fr > 0.5 or (fr == 0.5 and r % 2 == 1) then r = r + 1 end
+    local val = r * q
+    if val > fmt.max then return s + fmt.maxbits end
+    if val == 0 then return s end
+    _, ex = frexp(val)
+    e = ex - 1
+    if e < fmt.emin then return s + val / 2 ^ (fmt.emin - mb) end
+    return s + (e + fmt.bias) * 2 ^ mb + (val / 2 ^ (e - mb) - 2 ^ mb)
+  end
+end
+fp8_format("f8e4m3")
+fp8_format("f8e5m2")
+
+---------------------------------------------------------------------------
 -- runtime dtypes (cute.float32, ...): element types of device tensors
 ---------------------------------------------------------------------------
 local Dtype = {}
@@ -183,14 +271,15 @@ M.Dtype = Dtype
 M.dtypes, M.dtype_ir = {}, {}
 local dtype_list = {}
 -- in the order of the runtime's documentation: floats first, then integers, bool
-local order = { float = 1, half = 2, bf16 = 3, int = 5, uint = 6, bool = 7 }
+local order = { float = 1, half = 2, bf16 = 3, tf32 = 3.25, fp8 = 3.5, int = 5, uint = 6, bool = 7 }
 local infos = {}
 for _, info in pairs(M.scalars) do infos[#infos + 1] = info end
 table.sort(infos, function(a, b)
   local oa, ob = order[a.kind] + (a.kind == "float" and a.bits == 64 and 3 or 0),
     order[b.kind] + (b.kind == "float" and b.bits == 64 and 3 or 0)
   if oa ~= ob then return oa < ob end
-  return a.bits < b.bits
+  if a.bits ~= b.bits then return a.bits < b.bits end
+  return a.code < b.code
 end)
 for _, info in ipairs(infos) do
   local name, ctype = info.dtype, info.ctype
@@ -204,6 +293,8 @@ for _, info in ipairs(infos) do
     d.from_number, d.to_number = M.float_to_half, M.half_to_float
   elseif info.kind == "bf16" then
     d.from_number, d.to_number = M.float_to_bf16, M.bf16_to_float
+  elseif info.xfloat then
+    d.from_number, d.to_number = M["float_to_" .. info.ir], M[info.ir .. "_to_float"]
   end
   M.dtypes[name] = d
   M.dtype_ir[name] = d.ir
@@ -230,6 +321,9 @@ M.exports = {
   dtype = function(x) return M.to_dtype(x, "cute.dtype") end,
   float_to_half = M.float_to_half, half_to_float = M.half_to_float,
   float_to_bf16 = M.float_to_bf16, bf16_to_float = M.bf16_to_float,
+  float_to_tf32 = M.float_to_tf32, tf32_to_float = M.tf32_to_float,
+  float_to_f8e4m3 = M.float_to_f8e4m3, f8e4m3_to_float = M.f8e4m3_to_float,
+  float_to_f8e5m2 = M.float_to_f8e5m2, f8e5m2_to_float = M.f8e5m2_to_float,
 }
 for name, d in pairs(M.dtypes) do M.exports[name] = d end
 

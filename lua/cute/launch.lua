@@ -33,8 +33,13 @@ local arg_key, ENTRY = sp.arg_key, sp.ENTRY
 local dt = require("cute.dtype")
 local scalar_ctype = setmetatable({}, { __index = function(c, t)
   local s = dt.param_ctype(t); c[t] = s; return s end })
--- how the writer converts a scalar's value (f16 / bf16: round to nearest even)
+-- how the writer converts a scalar's value (f16 / bf16: round to nearest even;
+-- tf32 / fp8: as the device's cvt)
 local scalar_conv = { [T.F16] = "f16", [T.BF16] = "bf16" }
+local conv_fns = { f16 = dt.float_to_half, bf16 = dt.float_to_bf16 }
+for t, info in pairs(dt.scalars) do
+  if info.xfloat then scalar_conv[t], conv_fns[info.ir] = info.ir, dt["float_to_" .. info.ir] end
+end
 
 ---------------------------------------------------------------------------
 -- the parameter plan and its writer
@@ -65,8 +70,10 @@ local function make_writer(plan, nargs)
   end
   local anames = {}
   for i = 1, math.max(nargs, 1) do anames[i] = "a" .. i end
-  local fill = assert(loadstring(("local f16, bf16 = ...\nreturn function(slots, ptrs, %s)\n%s\nend"):format(
-    table.concat(anames, ", "), table.concat(lines, "\n")), "=[cute launch fill]"))(dt.float_to_half, dt.float_to_bf16)
+  local locals = {} -- the conversions as upvalues: local f16 = conv.f16 ...
+  for name in pairs(conv_fns) do locals[#locals + 1] = ("local %s = conv.%s"):format(name, name) end
+  local fill = assert(loadstring(("local conv = ...\n%s\nreturn function(slots, ptrs, %s)\n%s\nend"):format(
+    table.concat(locals, "\n"), table.concat(anames, ", "), table.concat(lines, "\n")), "=[cute launch fill]"))(conv_fns)
   return slots, params, ptrs, fill
 end
 M.make_writer = make_writer

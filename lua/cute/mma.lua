@@ -22,21 +22,14 @@ local layout = require("cute.layout")
 local M = {}
 
 -- dtype names: the runtime's (cute.float16, "float16", "Float16",
--- cute.Float16) plus the tensor-core-only formats, which have no runtime
--- dtype yet: tf32 and the two fp8 formats (by CuTe DSL's names too)
-local extra = {
-  tfloat32 = "tfloat32", TFloat32 = "tfloat32",
-  float8_e4m3fn = "float8_e4m3fn", Float8E4M3FN = "float8_e4m3fn", float8_e4m3 = "float8_e4m3fn",
-  float8_e5m2 = "float8_e5m2", Float8E5M2 = "float8_e5m2",
-}
+-- cute.Float16; tf32 and the fp8 formats are runtime dtypes too)
 local scalar_fn_name -- cute.Float16 (a kernel scalar constructor) -> "float16"
 local function dtype_name(x)
   if type(x) == "table" and type(x.name) == "string" and dt.dtypes[x.name] == x then return x.name end
-  if type(x) == "table" and type(x.name) == "string" and extra[x.name] then return extra[x.name] end
   if type(x) == "string" then
     if dt.dtypes[x] then return x end
     if dt.by_cute[x] then return dt.by_cute[x].dtype end
-    return extra[x]
+    return nil
   end
   if type(x) == "function" then
     if not scalar_fn_name then
@@ -51,13 +44,11 @@ local function dtype_name(x)
   return nil
 end
 
--- PTX type suffix and bits of a dtype (from cute.dtype; the tensor-core-only
--- formats here)
-local extra_ptx = { tfloat32 = { "tf32", 32 }, float8_e4m3fn = { "e4m3", 8 }, float8_e5m2 = { "e5m2", 8 } }
+-- PTX type suffix and bits of a dtype (from cute.dtype: tf32, e4m3, e5m2 for
+-- the storage-only formats)
 local function ptx_type(name)
-  local e = extra_ptx[name]
-  if e then return e[1], e[2] end
   local info = dt.by_dtype[name]
+  if info.kind == "fp8" then return info.ir:sub(3), info.bits end
   if info.kind == "int" then return "s" .. info.bits, info.bits end
   return info.ir, info.bits -- f16 bf16 f32 f64 u8 u32 ...
 end

@@ -124,6 +124,7 @@ local function const(t, x, what)
   local info = tinfo[t]
   local ref, cv, cb
   if type(x) == "boolean" then x = x and 1 or 0 end
+  if info and info.xfloat then return M.cvt(const(T.F32, x, what), t) end -- tf32/fp8: the device's cvt
   if info and info.float then
     cv = arith.round(t, tonumber(x))
     ref = C.cute_ir_const_float(S.ir, t, cv)
@@ -156,7 +157,7 @@ local num_type = arith.num_type
 
 local function cvt(v, t)
   if v.t == t then return v end
-  if v.isc == 1 and tinfo[v.t] and tinfo[t] then -- fold: the conversion rule of cute.arith
+  if v.isc == 1 and tinfo[v.t] and tinfo[t] and not tinfo[t].xfloat then -- fold: the conversion rule of cute.arith
     return const(t, arith.convert(v.t, t, tinfo[v.t].float and v.cv or arith.value(v.t, v.cb)))
   end
   setloc()
