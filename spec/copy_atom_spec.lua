@@ -1,0 +1,301 @@
+-- Copy atoms and TiledCopy (lua/cute/copy_atom.lua): the ops of cute.nvgpu,
+-- cute.nvgpu.cpasync and cute.nvgpu.warp, cute.make_copy_atom with CuTe's
+-- bit layouts (cute/atom/copy_traits.hpp, copy_traits_sm75.hpp,
+-- copy_traits_sm80.hpp, copy_traits_sm90.hpp) and their recast to the element
+-- type, every (thread, value) of ldmatrix / stmatrix against the PTX ISA,
+-- cute.make_tiled_copy_tv placed by hand and make_tiled_copy_A/B/C against
+-- the TiledMMA's layouts; the errors for bad ops and atoms.
+local cute = require("cute")
+
+local warp, cpasync = cute.nvgpu.warp, cute.nvgpu.cpasync
+local function idiv(a, b) return math.floor(a / b) end
+
+local function err_of(f)
+  local ok, e = pcall(f)
+  assert(not ok, "expected an error")
+  return tostring(e)
+end
+
+-- f raises an error located at the caller's line containing every string given
+local function expect(f, ...)
+  local line = debug.getinfo(2, "l").currentline
+  local e = err_of(f)
+  assert.is_truthy(e:find("copy_atom_spec.lua:" .. line .. ": ", 1, true), "not at the user's line: " .. e)
+  for _, s in ipairs({ ... }) do
+    assert.is_truthy(e:find(s, 1, true), ("%q not in: %s"):format(s, e))
+  end
+end
+
+describe("copy ops", function()
+  it("take keyword tables or CuTe DSL's positional order and print their arguments", function()
+    local op = warp.LdMatrix8x8x16bOp { transpose = true, num_matrices = 4 }
+    assert.are.equal(true, op.transpose)
+    assert.are.equal(4, op.num_matrices)
+    local op2 = warp.LdMatrix8x8x16bOp(false, 2)
+    assert.are.equal(false, op2.transpose)
+    assert.are.equal(2, op2.num_matrices)
+    local d = warp.StMatrix8x8x16bOp()
+    assert.are.equal(false, d.transpose)
+    assert.are.equal(1, d.num_matrices)
+    assert.is_truthy(tostring(op):find("LdMatrix8x8x16bOp", 1, true))
+    assert.is_truthy(tostring(op):find("num_matrices = 4", 1, true))
+    assert.are.equal("ALWAYS", cpasync.CopyG2SOp().cache_mode)
+    assert.are.equal("GLOBAL", cpasync.CopyG2SOp { cache_mode = cpasync.LoadCacheMode.GLOBAL }.cache_mode)
+    assert.are.equal("GLOBAL", cpasync.CopyG2SOp(cpasync.LoadCacheMode.GLOBAL).cache_mode)
+    assert.is_truthy(tostring(cute.nvgpu.CopyUniversalOp()):find("CopyUniversalOp", 1, true))
+    -- the MMA ops are still there beside the copy ops
+    assert.is_function(warp.MmaF16BF16Op)
+    assert.is_function(cute.nvgpu.MmaUniversalOp)
+  end)
+
+  it("bad arguments are errors at the user's line naming the op and the value", function()
+    expect(function() warp.LdMatrix8x8x16bOp { num_matrices = 3 } end,
+      "cute.nvgpu.warp.LdMatrix8x8x16bOp", "num_matrices = 3", "1, 2 or 4")
+    expect(function() warp.StMatrix8x8x16bOp { transpose = 1 } end,
+      "cute.nvgpu.warp.StMatrix8x8x16bOp", "transpose = 1", "boolean")
+    expect(function() warp.LdMatrix8x8x16bOp { trans = true } end, "LdMatrix8x8x16bOp", "unknown argument trans")
+    expect(function() cpasync.CopyG2SOp { cache_mode = cpasync.LoadCacheMode.STREAMING } end,
+      "cute.nvgpu.cpasync.CopyG2SOp", "cache_mode = STREAMING", "ALWAYS", "GLOBAL")
+    expect(function() cpasync.CopyG2SOp { cache_mode = "cg" } end, "CopyG2SOp", "cache_mode = \"cg\"")
+    local op = warp.LdMatrix8x8x16bOp()
+    expect(function() op.transpose = true end, "read-only")
+  end)
+end)
+
+describe("cute.make_copy_atom", function()
+  it("the universal copy: one thread, num_bits_per_copy bits, values of the dtype", function()
+    local a = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cute.float32, { num_bits_per_copy = 128 })
+    assert.are.equal("1:0", tostring(a.thr_id))
+    assert.are.equal(128, a.num_bits_per_copy)
+    assert.are.equal("float32", a.value_type)
+    assert.are.equal("(1,128):(0,1)", tostring(a.layout_src_tv_bits))
+    assert.are.equal("(1,128):(0,1)", tostring(a.layout_dst_tv_bits))
+    assert.are.equal("(1,4):(0,1)", tostring(a.layout_src_tv))
+    assert.are.equal("(1,4):(0,1)", tostring(a.layout_dst_tv))
+    assert.are.equal("(1,4):(0,1)", tostring(a.layout_ref_tv))
+    assert.are.equal("sm_50", a.min_arch)
+    -- default: one element
+    local b = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cute.bfloat16)
+    assert.are.equal(16, b.num_bits_per_copy)
+    assert.are.equal("(1,1):(0,1)", tostring(b.layout_src_tv))
+    local h = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), "Float16", { num_bits_per_copy = 64 })
+    assert.are.equal("(1,4):(0,1)", tostring(h.layout_dst_tv))
+    local c = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cute.Int8, { num_bits_per_copy = 8 })
+    assert.are.equal("(1,1):(0,1)", tostring(c.layout_src_tv))
+  end)
+
+  it("cp.async: 4, 8 or 16 bytes with .ca, 16 bytes with .cg, sm_80", function()
+    for _, bits in ipairs({ 32, 64, 128 }) do
+      local a = cute.make_copy_atom(cpasync.CopyG2SOp(), cute.float16, { num_bits_per_copy = bits })
+      assert.are.equal("cp.async.ca.shared.global", a.instruction)
+      assert.are.equal(bits, a.num_bits_per_copy)
+      assert.are.equal(("(1,%d):(0,1)"):format(bits), tostring(a.layout_src_tv_bits))
+      assert.are.equal(("(1,%d):(0,1)"):format(idiv(bits, 16)), tostring(a.layout_src_tv))
+      assert.are.equal("1:0", tostring(a.thr_id))
+      assert.are.equal("sm_80", a.min_arch)
+    end
+    local g = cute.make_copy_atom(cpasync.CopyG2SOp { cache_mode = cpasync.LoadCacheMode.GLOBAL }, cute.float32,
+      { num_bits_per_copy = 128 })
+    assert.are.equal("cp.async.cg.shared.global", g.instruction)
+    assert.are.equal("(1,4):(0,1)", tostring(g.layout_dst_tv))
+    assert.is_true(g:supports_arch("sm_80"))
+    assert.is_false(g:supports_arch("sm_75"))
+    expect(function() g:check_arch("sm_75") end, "cp.async.cg.shared.global", "sm_80", "sm_75")
+  end)
+
+  it("bad sizes and dtypes are errors at the user's line", function()
+    local U = cute.nvgpu.CopyUniversalOp()
+    expect(function() cute.make_copy_atom(U, cute.float32, { num_bits_per_copy = 48 }) end,
+      "cute.make_copy_atom", "num_bits_per_copy = 48", "8, 16, 32, 64 or 128")
+    expect(function() cute.make_copy_atom(U, cute.float32, { num_bits_per_copy = 16 }) end,
+      "num_bits_per_copy = 16", "float32", "32 bits")
+    expect(function() cute.make_copy_atom(U, cute.float64, { num_bits_per_copy = 256 }) end, "num_bits_per_copy = 256")
+    expect(function() cute.make_copy_atom(U, "float33") end, "cute.make_copy_atom", "\"float33\"", "dtype")
+    expect(function() cute.make_copy_atom(U, cute.float32, { num_bit_per_copy = 32 }) end, "unknown argument num_bit_per_copy")
+    expect(function() cute.make_copy_atom(cpasync.CopyG2SOp(), cute.float32, { num_bits_per_copy = 256 }) end,
+      "CopyG2SOp", "num_bits_per_copy = 256", "32, 64 or 128")
+    expect(function() cute.make_copy_atom(cpasync.CopyG2SOp(), cute.int8, { num_bits_per_copy = 16 }) end,
+      "num_bits_per_copy = 16", "32, 64 or 128")
+    expect(function() cute.make_copy_atom(cpasync.CopyG2SOp { cache_mode = "GLOBAL" }, cute.float32, { num_bits_per_copy = 64 }) end,
+      "num_bits_per_copy = 64", "GLOBAL", "cp.async.cg", "128")
+    expect(function() cute.make_copy_atom(cpasync.CopyG2SOp(), cute.float64, { num_bits_per_copy = 32 }) end,
+      "num_bits_per_copy = 32", "float64", "64 bits")
+    expect(function() cute.make_copy_atom(cpasync.CopyG2SOp(), cute.float32) end, "num_bits_per_copy is missing")
+    expect(function() cute.make_copy_atom(warp.LdMatrix8x8x16bOp(), cute.float32) end,
+      "LdMatrix8x8x16bOp", "float32", "16-bit")
+    expect(function() cute.make_copy_atom(warp.StMatrix8x8x16bOp(), cute.int8) end, "StMatrix8x8x16bOp", "int8", "16-bit")
+    expect(function() cute.make_copy_atom(warp.LdMatrix8x8x16bOp(), cute.float16, { num_bits_per_copy = 128 }) end,
+      "num_bits_per_copy", "LdMatrix8x8x16bOp")
+    expect(function() cute.make_copy_atom("ldmatrix", cute.float16) end, "cute.make_copy_atom", "\"ldmatrix\"", "not a copy op")
+  end)
+
+  -- CuTe's Copy_Traits<SM75_U32x{1,2,4}_LDSM_N> and <SM75_U16x{2,4,8}_LDSM_T> (bits)
+  local ldsm = {
+    [false] = {
+      [1] = { "((8,4),128):((128,0),1)", "(32,32):(32,1)" },
+      [2] = { "((16,2),128):((128,0),1)", "(32,(32,2)):(32,(1,1024))" },
+      [4] = { "(32,128):(128,1)", "(32,(32,4)):(32,(1,1024))" },
+    },
+    [true] = {
+      [1] = { "((8,4),128):((128,0),1)", "((4,8),(16,2)):((256,16),(1,128))" },
+      [2] = { "((16,2),128):((128,0),1)", "((4,8),(16,2,2)):((256,16),(1,128,1024))" },
+      [4] = { "(32,128):(128,1)", "((4,8),(16,2,4)):((256,16),(1,128,1024))" },
+    },
+  }
+  -- the same recast to 16-bit elements (CuTe's upcast<16>)
+  local ldsm16 = {
+    [false] = {
+      [1] = { "((8,4),8):((8,0),1)", "(32,2):(2,1)" },
+      [2] = { "((16,2),8):((8,0),1)", "(32,(2,2)):(2,(1,64))" },
+      [4] = { "(32,8):(8,1)", "(32,(2,4)):(2,(1,64))" },
+    },
+    [true] = {
+      [1] = { "((8,4),8):((8,0),1)", "((4,8),(1,2)):((16,1),(1,8))" },
+      [2] = { "((16,2),8):((8,0),1)", "((4,8),(1,2,2)):((16,1),(1,8,64))" },
+      [4] = { "(32,8):(8,1)", "((4,8),(1,2,4)):((16,1),(1,8,64))" },
+    },
+  }
+
+  for _, tr in ipairs({ false, true }) do
+    for _, nm in ipairs({ 1, 2, 4 }) do
+      local name = ("ldmatrix x%d%s"):format(nm, tr and ".trans" or "")
+      it(name .. ": CuTe's bit layouts, recast to 16 bits, instruction and arch", function()
+        local a = cute.make_copy_atom(warp.LdMatrix8x8x16bOp { transpose = tr, num_matrices = nm }, cute.float16)
+        assert.are.equal("32:1", tostring(a.thr_id))
+        assert.are.equal(ldsm[tr][nm][1], tostring(a.layout_src_tv_bits))
+        assert.are.equal(ldsm[tr][nm][2], tostring(a.layout_dst_tv_bits))
+        assert.are.equal(ldsm[tr][nm][2], tostring(a.layout_ref_tv_bits))
+        assert.are.equal(ldsm16[tr][nm][1], tostring(a.layout_src_tv))
+        assert.are.equal(ldsm16[tr][nm][2], tostring(a.layout_dst_tv))
+        assert.are.equal(ldsm16[tr][nm][2], tostring(a.layout_ref_tv))
+        assert.are.equal(nm * 32, a.num_bits_per_copy)
+        assert.are.equal(("ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16"):format(nm, tr and ".trans" or ""), a.instruction)
+        assert.are.equal("sm_75", a.min_arch)
+        -- stmatrix: the same layouts, source and destination swapped (copy_traits_sm90.hpp)
+        local s = cute.make_copy_atom(warp.StMatrix8x8x16bOp(tr, nm), cute.bfloat16)
+        assert.are.equal(ldsm[tr][nm][2], tostring(s.layout_src_tv_bits))
+        assert.are.equal(ldsm[tr][nm][1], tostring(s.layout_dst_tv_bits))
+        assert.are.equal(ldsm[tr][nm][2], tostring(s.layout_ref_tv_bits))
+        assert.are.equal(ldsm16[tr][nm][2], tostring(s.layout_src_tv))
+        assert.are.equal(ldsm16[tr][nm][1], tostring(s.layout_dst_tv))
+        assert.are.equal(("stmatrix.sync.aligned.m8n8.x%d%s.shared.b16"):format(nm, tr and ".trans" or ""), s.instruction)
+        assert.are.equal("sm_90", s.min_arch)
+        assert.is_false(s:supports_arch("sm_89"))
+        assert.is_true(s:supports_arch("sm_90a"))
+      end)
+
+      it(name .. ": every (thread, value) where the PTX ISA puts it", function()
+        local a = cute.make_copy_atom(warp.LdMatrix8x8x16bOp { transpose = tr, num_matrices = nm }, cute.bfloat16)
+        local S, D = a.layout_src_tv, a.layout_dst_tv
+        -- index space: matrix j, row r, column c of the matrix as stored in
+        -- shared memory (rows of 16 bytes) -> 64 j + 8 r + c
+        local seen = {}
+        for t = 0, 31 do
+          -- source: lane t (mod 8 x num_matrices) gives the address of row t % 8 of matrix t / 8
+          local lt = t % (8 * nm)
+          for k = 0, 7 do
+            assert.are.equal(64 * (idiv(lt, 8)) + 8 * (lt % 8) + k, S(t, k))
+          end
+          -- destination: register j of lane t holds row t / 4, columns 2 (t % 4) and
+          -- 2 (t % 4) + 1 of matrix j (with .trans: of its transpose)
+          for v = 0, 2 * nm - 1 do
+            local j, half = idiv(v, 2), v % 2
+            local e = D(t, v)
+            local mj, r, c = idiv(e, 64), idiv(e % 64, 8), e % 8
+            assert.are.equal(j, mj)
+            if tr then
+              assert.are.same({ idiv(t, 4), 2 * (t % 4) + half }, { c, r }, ("t=%d v=%d"):format(t, v))
+            else
+              assert.are.same({ idiv(t, 4), 2 * (t % 4) + half }, { r, c }, ("t=%d v=%d"):format(t, v))
+            end
+            assert.is_nil(seen[e])
+            seen[e] = true
+          end
+        end
+        local n = 0
+        for _ in pairs(seen) do n = n + 1 end
+        assert.are.equal(64 * nm, n)
+      end)
+    end
+  end
+
+  it("atoms are read-only and print their layouts", function()
+    local a = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(false, 4), cute.float16)
+    expect(function() a.num_bits_per_copy = 64 end, "read-only")
+    local s = tostring(a)
+    assert.is_truthy(s:find("ldmatrix.sync.aligned.m8n8.x4.shared.b16", 1, true), s)
+    assert.is_truthy(s:find("(32,(2,4)):(2,(1,64))", 1, true), s)
+  end)
+end)
+
+describe("cute.make_tiled_copy_tv", function()
+  it("128 threads (32,4):(4,1) x (1,8) f16 values: a 32 x 32 tile, each thread 8 along N", function()
+    local atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cute.float16, { num_bits_per_copy = 128 })
+    local tc = cute.make_tiled_copy_tv(atom, cute.make_layout({ 32, 4 }, { 4, 1 }), cute.make_layout({ 1, 8 }))
+    assert.are.equal(128, tc.size)
+    assert.are.same({ 32, 32 }, tc.tiler_mn)
+    local tv = tc.layout_tv_tiled
+    assert.are.equal(128, cute.size(cute.get(tv, 0)))
+    assert.are.equal(8, cute.size(cute.get(tv, 1)))
+    -- thread tid is at (tid / 4, tid % 4) of the thread layout; its value v at
+    -- row tid / 4, column 8 (tid % 4) + v of the 32 x 32 tile (column-major index)
+    for tid = 0, 127 do
+      for v = 0, 7 do
+        local m, n = idiv(tid, 4), 8 * (tid % 4) + v
+        assert.are.equal(m + 32 * n, tv(tid, v), ("tid=%d v=%d"):format(tid, v))
+      end
+    end
+    assert.are.equal(atom, tc.atom)
+  end)
+
+  it("column-major threads (16,8) x (4,1) f32 values: a 64 x 8 tile", function()
+    local atom = cute.make_copy_atom(cpasync.CopyG2SOp(), cute.float32, { num_bits_per_copy = 128 })
+    local tc = cute.make_tiled_copy_tv(atom, cute.make_layout({ 16, 8 }), cute.make_layout({ 4, 1 }))
+    assert.are.equal(128, tc.size)
+    assert.are.same({ 64, 8 }, tc.tiler_mn)
+    for tid = 0, 127 do
+      for v = 0, 3 do
+        local m, n = 4 * (tid % 16) + v, idiv(tid, 16)
+        assert.are.equal(m + 64 * n, tc.layout_tv_tiled(tid, v))
+      end
+    end
+  end)
+
+  it("values that are not whole copies, or threads not whole atoms, are errors", function()
+    local atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cute.float16, { num_bits_per_copy = 128 })
+    expect(function() cute.make_tiled_copy_tv(atom, cute.make_layout({ 32, 4 }, { 4, 1 }), cute.make_layout({ 1, 4 })) end,
+      "cute.make_tiled_copy_tv", "4 values", "8")
+    local ld = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(false, 4), cute.float16)
+    expect(function() cute.make_tiled_copy_tv(ld, cute.make_layout({ 16 }), cute.make_layout({ 1, 8 })) end,
+      "cute.make_tiled_copy_tv", "16 threads", "32")
+    expect(function() cute.make_tiled_copy_tv(cute.nvgpu.CopyUniversalOp(), cute.make_layout(4), cute.make_layout(1)) end,
+      "cute.make_tiled_copy_tv", "not a copy atom")
+    expect(function() cute.make_tiled_copy_tv(atom, { 32, 4 }, cute.make_layout({ 1, 8 })) end, "thr_layout", "not a layout")
+  end)
+end)
+
+describe("cute.make_tiled_copy_A / B / C", function()
+  local op = warp.MmaF16BF16Op { ab_dtype = cute.float16, acc_dtype = cute.float32, shape_mnk = { 16, 8, 16 } }
+  it("take the TiledMMA's thread-value layouts and tile", function()
+    local tm = cute.make_tiled_mma(op, { 2, 2, 1 })
+    local ld4 = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(false, 4), cute.float16)
+    local ca = cute.make_tiled_copy_A(ld4, tm)
+    assert.are.equal(tostring(tm:get_layoutA_TV()), tostring(ca.layout_tv_tiled))
+    assert.are.same({ 32, 16 }, ca.tiler_mn)
+    assert.are.equal(128, ca.size)
+    local ld2t = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(true, 2), cute.float16)
+    local cb = cute.make_tiled_copy_B(ld2t, tm)
+    assert.are.equal(tostring(tm:get_layoutB_TV()), tostring(cb.layout_tv_tiled))
+    assert.are.same({ 16, 16 }, cb.tiler_mn)
+    local u = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cute.float32, { num_bits_per_copy = 64 })
+    local cc = cute.make_tiled_copy_C(u, tm)
+    assert.are.equal(tostring(tm:get_layoutC_TV()), tostring(cc.layout_tv_tiled))
+    assert.are.same({ 32, 16 }, cc.tiler_mn)
+  end)
+  it("an atom that copies more values than a thread holds is an error", function()
+    local tm = cute.make_tiled_mma(op, { 2, 2, 1 })
+    local ld4 = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(false, 4), cute.float16)
+    expect(function() cute.make_tiled_copy_B(ld4, tm) end, "cute.make_tiled_copy_B", "4 values", "8")
+    expect(function() cute.make_tiled_copy_C(ld4, "mma") end, "cute.make_tiled_copy_C", "not a TiledMMA")
+  end)
+end)
