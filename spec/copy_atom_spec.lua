@@ -299,3 +299,75 @@ describe("cute.make_tiled_copy_A / B / C", function()
     expect(function() cute.make_tiled_copy_C(ld4, "mma") end, "cute.make_tiled_copy_C", "not a TiledMMA")
   end)
 end)
+
+describe("copy atoms' instructions", function()
+  local PTXAS = require("cute.ir").ptxas_path()
+  -- the atom's instruction with its operands, in a PTX kernel ptxas must accept
+  local function ptx_of(atom, arch, version)
+    local op = atom.op
+    local body
+    if op.kind == "cp.async" then
+      body = { ("  %s [s], [g], %d;"):format(atom.instruction, atom.num_bits_per_copy / 8),
+        "  cp.async.commit_group;", "  cp.async.wait_group 0;" }
+    else
+      local regs = {}
+      for i = 0, op.num_matrices - 1 do regs[#regs + 1] = "r" .. i end
+      local list = "{" .. table.concat(regs, ", ") .. "}"
+      if op.kind == "ldmatrix" then
+        body = { ("  %s %s, [s];"):format(atom.instruction, list), "  st.global.b32 [g], r0;" }
+      else
+        body = {}
+        for i = 0, op.num_matrices - 1 do body[#body + 1] = ("  mov.b32 r%d, %d;"):format(i, i + 1) end
+        body[#body + 1] = ("  %s [s], %s;"):format(atom.instruction, list)
+      end
+    end
+    return table.concat({ ".version " .. version, ".target " .. arch, ".address_size 64",
+      ".visible .entry k(.param .u64 p) {", "  .shared .align 16 .b8 smem[512];", "  .reg .b32 r<4>;",
+      "  .reg .u32 s;", "  .reg .u64 g;", "  mov.u32 s, smem;", "  ld.param.u64 g, [p];",
+      "  cvta.to.global.u64 g, g;", table.concat(body, "\n"), "  ret;", "}", "" }, "\n")
+  end
+  local function ptxas(src, arch)
+    local path = os.tmpname()
+    local f = assert(io.open(path .. ".ptx", "w"))
+    f:write(src)
+    f:close()
+    local p = io.popen(("%q -arch=%s %q -o %q 2>&1; echo \"ptxas-rc=$?\""):format(PTXAS, arch, path .. ".ptx", path .. ".cubin"))
+    local out = p:read("*a")
+    p:close()
+    os.remove(path .. ".ptx"); os.remove(path .. ".cubin"); os.remove(path)
+    return out:match("ptxas%-rc=(%d+)%s*$") == "0", out
+  end
+  local atoms = {}
+  for _, tr in ipairs({ false, true }) do
+    for _, nm in ipairs({ 1, 2, 4 }) do
+      atoms[#atoms + 1] = function() return cute.make_copy_atom(warp.LdMatrix8x8x16bOp(tr, nm), cute.float16) end
+      atoms[#atoms + 1] = function() return cute.make_copy_atom(warp.StMatrix8x8x16bOp(tr, nm), cute.bfloat16) end
+    end
+  end
+  for _, b in ipairs({ 32, 64, 128 }) do
+    atoms[#atoms + 1] = function() return cute.make_copy_atom(cpasync.CopyG2SOp(), cute.float32, { num_bits_per_copy = b }) end
+  end
+  atoms[#atoms + 1] = function()
+    return cute.make_copy_atom(cpasync.CopyG2SOp(cpasync.LoadCacheMode.GLOBAL), cute.float16, { num_bits_per_copy = 128 })
+  end
+  local arch_ptx = { sm_75 = 6.3, sm_80 = 7.0, sm_90 = 7.8, sm_90a = 8.0 }
+  for i, mk in ipairs(atoms) do
+    local name = ("ptxas assembles copy atom %d's instruction for its min_arch and sm_90a"):format(i)
+    if not PTXAS then
+      pending(name .. " (needs ptxas)")
+    else
+      it(name, function()
+        local atom = mk()
+        for _, arch in ipairs({ atom.min_arch, "sm_90a" }) do
+          local src = ptx_of(atom, arch, ("%.1f"):format(math.max(tonumber(atom.min_ptx), arch_ptx[arch])))
+          local ok, out = ptxas(src, arch)
+          assert(ok, ("ptxas (%s) refused %s:\n%s\n%s"):format(arch, atom.instruction, out, src))
+        end
+        -- and refuses it one arch older than min_arch (ldmatrix: sm_72; stmatrix: sm_89; cp.async: sm_75)
+        local older = ({ sm_75 = "sm_72", sm_80 = "sm_75", sm_90 = "sm_89" })[atom.min_arch]
+        local ok = ptxas(ptx_of(atom, older, ("%.1f"):format(math.max(tonumber(atom.min_ptx), 7.8))), older)
+        assert.is_false(ok, atom.instruction .. " assembled for " .. older)
+      end)
+    end
+  end
+end)
