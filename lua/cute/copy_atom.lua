@@ -190,7 +190,7 @@ end
 local function shape_div(a, b)
   if a % b == 0 then return a / b end
   if b % a == 0 then return a < 0 and -1 or 1 end
-  error(("cute.copy_atom: shape_div(%d, %d) is not defined"):format(a, b))
+  cf.failf("cute.copy_atom upcast", "shape_div(%d, %d) is not defined", a, b)
 end
 local function upcast_leaf(s, d, n)
   if type(s) == "table" then
