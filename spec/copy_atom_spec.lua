@@ -371,3 +371,97 @@ describe("copy atoms' instructions", function()
     end
   end
 end)
+
+describe("cute.copy with a universal-copy atom", function()
+  local util = dofile("spec/support/util.lua")
+  local ffi = require("ffi")
+  local f32, f16 = cute.float32, cute.float16
+  local function atom_of(dt, bits) return cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dt, { num_bits_per_copy = bits }) end
+  -- each of 256 threads copies its n values of A to registers (one atom at a
+  -- time), then to the n values of B of the next thread
+  local function kernel(dt, bits, n)
+    local atom = atom_of(dt, bits)
+    return cute.kernel(function(A, B)
+      local t = cute.arch.thread_idx()
+      local r = cute.make_fragment(cute.make_layout(n), dt)
+      cute.copy(atom, cute.local_tile(A, { n }, { t }), r)
+      cute.copy(atom, r, cute.local_tile(B, { n }, { cute.rem(t + 1, 256) }))
+    end, { name = ("copy_atom_%s_%d"):format(dt.name, bits) })
+  end
+  local function ptx_of(k, dt, n)
+    return k:with({ arch = "sm_80", opt_level = 3 }):compile(cute.tensor_spec({ 256 * n }, dt), cute.tensor_spec({ 256 * n }, dt)).ptx
+  end
+
+  it("each num_bits_per_copy group is one vector load and one vector store", function()
+    local ptx = ptx_of(kernel(f16, 128, 16), f16, 16)
+    local _, loads = ptx:gsub("ld%.global[%.%w]*%.v4%.[ub]32", "")
+    local _, stores = ptx:gsub("st%.global%.v4%.[ub]32", "")
+    assert.are.equal(2, loads, ptx)
+    assert.are.equal(2, stores, ptx)
+    local p64 = ptx_of(kernel(f32, 64, 2), f32, 2)
+    local _, l64 = p64:gsub("ld%.global[%.%w]*%.v2%.[fub]32", "")
+    local _, s64 = p64:gsub("st%.global%.v2%.[fub]32", "")
+    assert.are.equal(1, l64, p64)
+    assert.are.equal(1, s64, p64)
+    assert.falsy(p64:find("v4", 1, true), p64)
+    -- the GPU spec's kernels
+    for _, c in ipairs({ { f32, 4 }, { cute.uint16, 8 } }) do
+      local p = ptx_of(kernel(c[1], 128, c[2]), c[1], c[2])
+      local _, l = p:gsub("ld%.global[%.%w]*%.v4%.[fub]32", "")
+      local _, st = p:gsub("st%.global%.v4%.[fub]32", "")
+      assert.are.same({ 1, 1 }, { l, st }, p)
+    end
+  end)
+
+  it("bad tensors are errors at the user's line", function()
+    local a16 = atom_of(f16, 128)
+    local function trace(body)
+      local k = cute.kernel(body, { name = "copy_atom_bad" })
+      return err_of(function() k:ir(cute.tensor_spec({ 1024 }, f16)) end)
+    end
+    local function at(e, ...)
+      for _, s in ipairs({ ... }) do assert.is_truthy(e:find(s, 1, true), ("%q not in: %s"):format(s, e)) end
+      assert.is_truthy(e:find("copy_atom_spec.lua:%d+: cute.copy"), e)
+    end
+    at(trace(function(A)
+      cute.copy(atom_of(f32, 128), cute.local_tile(A, { 8 }, { 0 }), cute.make_fragment(cute.make_layout(8), f16))
+    end), "src holds float16", "the atom copies float32")
+    at(trace(function(A)
+      cute.copy(a16, cute.local_tile(A, { 4 }, { 0 }), cute.make_fragment(cute.make_layout(4), f16))
+    end), "4 values are not a whole number of the atom's 8-value (128-bit) copies")
+    at(trace(function(A)
+      cute.copy(a16, cute.local_tile(A, { 8 }, { 0 }), cute.make_fragment(cute.make_layout(8, 2), f16))
+    end), "dst values 0..7 are not contiguous")
+    at(trace(function(A)
+      cute.copy(a16, cute.make_tensor(A:ptr_at({ 4 }), cute.make_layout(8)), cute.make_fragment(cute.make_layout(8), f16))
+    end), "src values 0..7 are only known to be 2-byte aligned", "128-bit copy needs 16 bytes")
+    at(trace(function(A)
+      cute.copy(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(false, 1), f16), cute.local_tile(A, { 8 }, { 0 }),
+        cute.make_fragment(cute.make_layout(8), f16))
+    end), "LdMatrix8x8x16bOp atoms are not lowered by cute.copy yet", "cute.arch.ldmatrix")
+  end)
+
+  util.gpu_it("256 threads copy 4 f32 (128 bits) and 8 uint16 (128 bits) per thread through registers", function()
+    local n = 4
+    local ha = util.rand_floats(256 * n)
+    local A, B = cute.from_host(ha, f32, { 256 * n }), cute.zeros({ 256 * n }, f32)
+    local k = kernel(f32, 128, n)
+    k:launch { grid = 1, block = 256 }(A, B)
+    local hb = B:to_host()
+    for t = 0, 255 do
+      local u = (t + 1) % 256
+      for i = 0, n - 1 do assert.are.equal(ha[t * n + i], hb[u * n + i]) end
+    end
+    -- 16-bit words from the same random values
+    local hh = ffi.new("uint16_t[?]", 256 * 8)
+    for i = 0, 256 * 8 - 1 do hh[i] = math.floor(ha[i % (256 * n)] * 1000) % 65536 end
+    local A16, B16 = cute.from_host(hh, cute.uint16, { 256 * 8 }), cute.zeros({ 256 * 8 }, cute.uint16)
+    local k16 = kernel(cute.uint16, 128, 8)
+    k16:launch { grid = 1, block = 256 }(A16, B16)
+    local hb16 = B16:to_host()
+    for t = 0, 255 do
+      local u = (t + 1) % 256
+      for i = 0, 7 do assert.are.equal(hh[t * 8 + i], hb16[u * 8 + i]) end
+    end
+  end)
+end)

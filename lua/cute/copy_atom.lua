@@ -380,4 +380,76 @@ for which, ij in pairs(modes) do
   end
 end
 
+----------------------------------------------------------------------------
+-- cute.copy(atom, src, dst) with a universal-copy atom: the values of src
+-- and dst, in groups of num_bits_per_copy bits (colexicographic order),
+-- each group one load and one store of that width.  Each group must be
+-- contiguous and aligned to its width in both tensors (static layouts).
+----------------------------------------------------------------------------
+local function is_static(t)
+  if type(t) == "table" then
+    for i = 1, #t do if not is_static(t[i]) then return false end end
+    return true
+  end
+  return type(t) == "number"
+end
+
+function M.copy(atom, src, dst)
+  local F = "cute.copy"
+  local tensor = require("cute.tensor")
+  local tr = require("cute.trace")
+  tr.need_trace(F)
+  if is_tiled_copy(atom) then
+    cf.failf(F, "a TiledCopy is not a copy atom here yet (slice it per thread: not there yet); pass its atom")
+  end
+  want_atom(F, atom)
+  if atom.op.kind ~= "universal" then
+    cf.failf(F, "%s atoms are not lowered by cute.copy yet: call cute.arch.%s in the kernel", atom.op.op_name,
+      atom.op.kind == "cp.async" and "cp_async" or atom.op.kind)
+  end
+  for _, x in ipairs({ { "src", src }, { "dst", dst } }) do
+    local T = x[2]
+    if not tensor.is_tensor(T) then cf.failf(F, "%s = %s is not a kernel-side tensor", x[1], show(T)) end
+    if T.elem ~= tr.dtype_ir[atom.value_type] then
+      cf.failf(F, "%s holds %s, the atom copies %s", x[1], tostring(tr.tinfo[T.elem] and tr.tinfo[T.elem].dtype or T.elem),
+        atom.value_type)
+    end
+    if not (is_static(T.layout.shape) and is_static(T.layout.stride)) then
+      cf.failf(F, "%s has a layout known only at run time (%s): the atom's groups must be known when tracing",
+        x[1], tensor.layout_str(T.layout))
+    end
+  end
+  local ls = layout.make_layout(src.layout.shape, src.layout.stride)
+  local ld = layout.make_layout(dst.layout.shape, dst.layout.stride)
+  local n, m = layout.size(ls), layout.size(ld)
+  if n ~= m then cf.failf(F, "src has %d values, dst %d", n, m) end
+  local _, bits = dtype_info(atom.value_type)
+  local v = atom.num_bits_per_copy / bits
+  if n % v ~= 0 then
+    cf.failf(F, "%d values are not a whole number of the atom's %d-value (%d-bit) copies", n, v, atom.num_bits_per_copy)
+  end
+  local bytes = atom.num_bits_per_copy / 8
+  for g = 0, n / v - 1 do
+    local subs = {}
+    for i, x in ipairs({ { "src", src, ls }, { "dst", dst, ld } }) do
+      local T, Lx = x[2], x[3]
+      local o = Lx(g * v)
+      for j = 1, v - 1 do
+        if Lx(g * v + j) ~= o + j then
+          cf.failf(F, "%s values %d..%d are not contiguous (layout %s): a %d-bit copy needs %d adjacent elements",
+            x[1], g * v, g * v + v - 1, tostring(Lx), atom.num_bits_per_copy, v)
+        end
+      end
+      local al = tensor.offset_align(T, o)
+      if al < bytes then
+        cf.failf(F, "%s values %d..%d are only known to be %d-byte aligned: a %d-bit copy needs %d bytes",
+          x[1], g * v, g * v + v - 1, al, atom.num_bits_per_copy, bytes)
+      end
+      subs[i] = tensor.make(T.ptr, tensor.off_add(T.off, o), { shape = v, stride = 1 }, T.elem, T.space, T.align, T.idx)
+    end
+    -- contiguous and aligned: tensor.copy moves the group as one vector
+    tensor.copy(subs[1], subs[2])
+  end
+end
+
 return M

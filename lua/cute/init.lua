@@ -89,6 +89,11 @@ for _, n in ipairs({ "make_copy_atom", "make_tiled_copy_tv", "make_tiled_copy_A"
   "make_tiled_copy_C" }) do
   cute[n] = copy_atom[n]
 end
+-- cute.copy(src, dst) or cute.copy(atom, src, dst) (a universal-copy atom)
+cute.copy = function(a, ...)
+  if copy_atom.is_copy_atom(a) or copy_atom.is_tiled_copy(a) then return copy_atom.copy(a, ...) end
+  return tensor.copy(a, ...)
+end
 
 -- ops that take a layout or a kernel-side tensor
 local function dual(name, tfn)
