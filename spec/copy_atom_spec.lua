@@ -465,3 +465,58 @@ describe("cute.copy with a universal-copy atom", function()
     end
   end)
 end)
+
+describe("ldmatrix atoms' layouts on the hardware", function()
+  local util = dofile("spec/support/util.lua")
+  local ffi = require("ffi")
+  local bit = require("bit")
+  local u16, u32 = cute.uint16, cute.uint32
+  -- one warp: 256 random 16-bit words to shared memory (matrix j, row r at
+  -- element 64 j + 8 r); lane t passes the row address layout_src_tv(t, 0);
+  -- the nm registers it receives go to Out[nm t + j]
+  local function ldsm_kernel(atom)
+    local nm, tr = atom.op.num_matrices, atom.op.transpose
+    return cute.kernel(function(A, Out)
+      local lane = cute.arch.lane_idx()
+      local s = cute.make_shared_tensor(cute.make_layout(256), u16, 16)
+      for j = 0, 7 do s[lane * 8 + j] = A[lane * 8 + j] end
+      cute.arch.sync_threads()
+      local rows = cute.make_tensor(s, atom.layout_src_tv)
+      local f = cute.arch.ldmatrix(rows:ptr_at({ lane, 0 }), { num_matrices = nm, transpose = tr })
+      for j = 0, nm - 1 do Out[lane * nm + j] = f[j] end
+    end, { name = ("ldsm_atom_x%d%s"):format(nm, tr and "_t" or "") })
+  end
+  local cases = {}
+  for _, tr in ipairs({ false, true }) do
+    for _, nm in ipairs({ 1, 2, 4 }) do cases[#cases + 1] = { tr, nm } end
+  end
+  it("the kernels compile for sm_80 and issue the atom's instruction", function()
+    for _, c in ipairs(cases) do
+      local atom = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(c[1], c[2]), u16)
+      local r = ldsm_kernel(atom):with({ arch = "sm_80", opt_level = 3 })
+        :compile(cute.tensor_spec({ 256 }, u16), cute.tensor_spec({ 32 * c[2] }, u32))
+      assert.is_truthy(r.ptx:find(atom.instruction, 1, true), r.ptx)
+    end
+  end)
+  util.gpu_it("every (thread, value) of layout_dst_tv holds the element ldmatrix loads there", function()
+    local r = util.rand_floats(256)
+    local ha = ffi.new("uint16_t[?]", 256)
+    for i = 0, 255 do ha[i] = math.floor((r[i] + 1) * 32768) % 65536 end
+    local A = cute.from_host(ha, u16, { 256 })
+    for _, c in ipairs(cases) do
+      local atom = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(c[1], c[2]), u16)
+      local nm = c[2]
+      local Out = cute.zeros({ 32 * nm }, u32)
+      ldsm_kernel(atom):launch { grid = 1, block = 32 }(A, Out)
+      local ho = Out:to_host()
+      local D = atom.layout_dst_tv
+      for t = 0, 31 do
+        for v = 0, 2 * nm - 1 do
+          local reg = ho[t * nm + idiv(v, 2)]
+          local got = bit.band(bit.rshift(tonumber(reg), 16 * (v % 2)), 0xffff)
+          assert.are.equal(ha[D(t, v)], got, ("%s: lane %d value %d"):format(atom.instruction, t, v))
+        end
+      end
+    end
+  end)
+end)
