@@ -520,3 +520,47 @@ describe("ldmatrix atoms' layouts on the hardware", function()
     end
   end)
 end)
+
+describe("TiledCopy source and destination layouts", function()
+  local op = warp.MmaF16BF16Op { ab_dtype = cute.float16, acc_dtype = cute.float32, shape_mnk = { 16, 8, 16 } }
+  local function same_map(a, b, nthr, nval, what)
+    for t = 0, nthr - 1 do
+      for v = 0, nval - 1 do assert.are.equal(a(t, v), b(t, v), ("%s t=%d v=%d"):format(what, t, v)) end
+    end
+  end
+  it("ldmatrix.x4 for A: lane l of warp w points at row 16 (w % 2) + l % 8 + 8 ((l / 8) % 2), column 8 (l / 16)", function()
+    local tm = cute.make_tiled_mma(op, { 2, 2, 1 })
+    local ca = cute.make_tiled_copy_A(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(false, 4), cute.float16), tm)
+    local S = ca:get_layoutS_TV()
+    assert.are.equal(tostring(S), tostring(ca.layout_src_tv_tiled))
+    for t = 0, 127 do
+      local l, w = t % 32, idiv(t, 32)
+      for k = 0, 7 do
+        local e = S(t, k) -- column-major in the 32 x 16 (M, K) tile
+        assert.are.same({ 16 * (w % 2) + l % 8 + 8 * (idiv(l, 8) % 2), 8 * idiv(l, 16) + k }, { e % 32, idiv(e, 32) },
+          ("t=%d k=%d"):format(t, k))
+      end
+    end
+    -- the destination is the atom's reference: the MMA's own A layout
+    same_map(ca:get_layoutD_TV(), tm:get_layoutA_TV(), 128, 8, "A dst")
+  end)
+  it("ldmatrix.x2.trans for B (K x N row-major in memory): lane l points at K row l % 16", function()
+    local tm = cute.make_tiled_mma(op)
+    local cb = cute.make_tiled_copy_B(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(true, 2), cute.float16), tm)
+    local S = cb.layout_src_tv_tiled
+    for l = 0, 31 do
+      for n = 0, 7 do
+        local e = S(l, n) -- column-major in the 8 x 16 (N, K) tile
+        assert.are.same({ n, l % 16 }, { e % 8, idiv(e, 8) }, ("l=%d n=%d"):format(l, n))
+      end
+    end
+    same_map(cb.layout_dst_tv_tiled, tm:get_layoutB_TV(), 32, 4, "B dst")
+  end)
+  it("a universal copy's source and destination are the tiled layout itself", function()
+    local atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cute.float16, { num_bits_per_copy = 128 })
+    local tc = cute.make_tiled_copy_tv(atom, cute.make_layout({ 32, 4 }, { 4, 1 }), cute.make_layout({ 1, 8 }))
+    assert.are.equal("((4,32),(8,1)):((256,1),(32,0))", tostring(tc.layout_src_tv_tiled))
+    same_map(tc.layout_src_tv_tiled, tc.layout_tv_tiled, 128, 8, "src")
+    same_map(tc.layout_dst_tv_tiled, tc.layout_tv_tiled, 128, 8, "dst")
+  end)
+end)

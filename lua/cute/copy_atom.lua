@@ -326,6 +326,42 @@ end
 local function is_tiled_copy(x) return type(x) == "table" and getmetatable(x) == TiledCopy end
 M.is_tiled_copy = is_tiled_copy
 
+-- CuTe's TiledCopy::tile2thrfrg on the tile itself: the tiled (thread, value)
+-- layout cut into atoms, ((atom_thr, atom_val), (rest_thr, rest_val)), each
+-- atom's reference (thread, value) turned into the source's or destination's
+-- by right_inverse(ref) o trg, then zipped to ((trg_thr, rest_thr), (trg_val, rest_val))
+local function tiled_trg(t, trg)
+  local a = t.atom
+  local athr = layout.size(a.thr_id)
+  local aval = layout.size(layout.get(a.layout_ref_tv, 1))
+  local z = layout.zipped_divide(t.layout_tv_tiled, { L(athr), L(aval) })
+  local ref2trg = layout.composition(layout.right_inverse(a.layout_ref_tv), trg)
+  local tv = layout.composition(z, { ref2trg, layout._ })
+  local function part(i, j)
+    local m = layout.get(layout.get(tv, i), j)
+    return layout.shape(m), layout.stride(m)
+  end
+  local s00, d00 = part(0, 0)
+  local s01, d01 = part(0, 1)
+  local s10, d10 = part(1, 0)
+  local s11, d11 = part(1, 1)
+  -- coalesced by CuTe's profile (_1, (_1, _1)): the thread mode, each value mode
+  local thr = layout.coalesce(L({ s00, s10 }, { d00, d10 }))
+  local v0, v1 = layout.coalesce(L(s01, d01)), layout.coalesce(L(s11, d11))
+  return L({ layout.shape(thr), { layout.shape(v0), layout.shape(v1) } },
+    { layout.stride(thr), { layout.stride(v0), layout.stride(v1) } })
+end
+-- (thread, value) -> the tile's column-major index, as the source / destination
+-- of the atoms see their values (CuTe's get_layoutS_TV / get_layoutD_TV)
+function TiledCopy.get_layoutS_TV(t) return tiled_trg(t, t.atom.layout_src_tv) end
+function TiledCopy.get_layoutD_TV(t) return tiled_trg(t, t.atom.layout_dst_tv) end
+local tiled_props = { layout_src_tv_tiled = TiledCopy.get_layoutS_TV, layout_dst_tv_tiled = TiledCopy.get_layoutD_TV }
+local tc_index = TiledCopy.__index
+TiledCopy.__index = function(o, k)
+  if tiled_props[k] then return tiled_props[k](o) end -- CuTe DSL's property names
+  return tc_index(o, k)
+end
+
 -- make_tiled_copy_impl: checks that the (thread, value) layout is made of whole atoms
 local function tiled_copy(F, atom, layout_tv, tiler, what)
   local athr = layout.size(atom.thr_id)
