@@ -436,7 +436,7 @@ function M.copy(atom, src, dst)
   local tr = require("cute.trace")
   tr.need_trace(F)
   if is_tiled_copy(atom) then
-    cf.failf(F, "a TiledCopy is not a copy atom here yet (slice it per thread: not there yet); pass its atom")
+    cf.failf(F, "a TiledCopy is not supported yet (get_slice / partition_S / partition_D are not there): pass tiled_copy.atom and each thread's tensors")
   end
   want_atom(F, atom)
   if atom.op.kind ~= "universal" then
