@@ -10,6 +10,7 @@
 --   cute.arch     GPU operations inside kernels (cute.arch.*, cute.math.*)
 --   cute.kernel   kernels: specialisation cache, compile, launch
 --   cute.mma      MMA ops (cute.nvgpu.warp.*, cute.nvgpu.MmaUniversalOp) and atoms
+--   cute.copy_atom  copy ops (cute.nvgpu.CopyUniversalOp, cute.nvgpu.cpasync, warp.LdMatrix...), atoms, TiledCopy
 --   cute.repl     REPL helpers
 local ffi = require("ffi")
 local cf = require("cute.ffi")
@@ -79,6 +80,21 @@ cute.nvgpu = mma.nvgpu
 cute.make_mma_atom = mma.make_mma_atom
 cute.make_tiled_mma = mma.make_tiled_mma
 cute.gemm = mma.gemm
+
+-- copy ops, atoms and TiledCopy (cute.copy_atom), added into cute.nvgpu and cute.nvgpu.warp
+local copy_atom = require("cute.copy_atom")
+cute.nvgpu.CopyUniversalOp = copy_atom.nvgpu.CopyUniversalOp
+cute.nvgpu.cpasync = copy_atom.cpasync
+for k, v in pairs(copy_atom.warp) do cute.nvgpu.warp[k] = v end
+for _, n in ipairs({ "make_copy_atom", "make_tiled_copy_tv", "make_tiled_copy_A", "make_tiled_copy_B",
+  "make_tiled_copy_C" }) do
+  cute[n] = copy_atom[n]
+end
+-- cute.copy(src, dst) or cute.copy(atom, src, dst) (a universal-copy atom)
+cute.copy = function(a, ...)
+  if copy_atom.is_copy_atom(a) or copy_atom.is_tiled_copy(a) then return copy_atom.copy(a, ...) end
+  return tensor.copy(a, ...)
+end
 
 -- ops that take a layout or a kernel-side tensor
 local function dual(name, tfn)
