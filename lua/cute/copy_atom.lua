@@ -89,28 +89,8 @@ end
 local function is_op(x) return type(x) == "table" and getmetatable(x) == Op end
 M.is_copy_op = is_op
 
--- a keyword table or CuTe DSL's positional order
-local function get_args(fname, names, ...)
-  local first = ...
-  local args = {}
-  if select("#", ...) == 1 and type(first) == "table" and getmetatable(first) == nil then
-    local known = {}
-    for _, n in ipairs(names) do known[n] = true end
-    for k, v in pairs(first) do
-      if not known[k] then
-        cf.failf(fname, "unknown argument %s = %s (arguments: %s)", tostring(k), show(v), table.concat(names, ", "))
-      end
-      args[k] = v
-    end
-    return args
-  end
-  local n = select("#", ...)
-  if n > #names then
-    cf.failf(fname, "takes at most %d arguments (%s), got %d", #names, table.concat(names, ", "), n)
-  end
-  for i = 1, n do args[names[i]] = (select(i, ...)) end
-  return args
-end
+-- a keyword table or CuTe DSL's positional order (cute.mma's parser)
+local get_args = require("cute.mma").get_args
 
 local function make_op(name, fields, describe)
   fields.op_name, fields.describe = name, describe or ""
@@ -414,13 +394,7 @@ end
 -- each group one load and one store of that width.  Each group must be
 -- contiguous and aligned to its width in both tensors (static layouts).
 ----------------------------------------------------------------------------
-local function is_static(t)
-  if type(t) == "table" then
-    for i = 1, #t do if not is_static(t[i]) then return false end end
-    return true
-  end
-  return type(t) == "number"
-end
+local is_static = require("cute.tensor").is_static
 
 function M.copy(atom, src, dst)
   local F = "cute.copy"

@@ -126,6 +126,8 @@ local function get_args(fname, names, ...)
   return args
 end
 
+M.get_args = get_args -- (cute.copy_atom's ops take arguments the same way)
+
 local function need(fname, args, name)
   if args[name] == nil then cf.failf(fname, "argument %s is missing", name) end
   return args[name]

@@ -28,13 +28,7 @@ local iadd, imul, idiv, imod = ten.iadd, ten.imul, ten.idiv, ten.imod
 
 local function nvgpu_arch() return require("cute.nvgpu_arch") end
 
-local function is_static(t)
-  if type(t) == "table" then
-    for i = 1, #t do if not is_static(t[i]) then return false end end
-    return true
-  end
-  return type(t) == "number"
-end
+local is_static = ten.is_static
 
 local function leaves(s, d, out)
   if type(s) == "table" then

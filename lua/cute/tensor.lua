@@ -103,6 +103,7 @@ local function is_static(t)
   end
   return type(t) == "number"
 end
+M.is_static = is_static -- (mma_partition and copy_atom use it too)
 
 -- crd2idx for a (possibly traced) coordinate; `it`: the index type (T_I32 or
 -- T_I64) traced coordinates are converted to before any multiply
