@@ -439,10 +439,6 @@ describe("cute.copy with a universal-copy atom", function()
       cute.copy(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(false, 1), f16), cute.local_tile(A, { 8 }, { 0 }),
         cute.make_fragment(cute.make_layout(8), f16))
     end), "LdMatrix8x8x16bOp atoms are not lowered by cute.copy yet", "cute.arch.ldmatrix")
-    local tc = cute.make_tiled_copy_tv(a16, cute.make_layout(4), cute.make_layout(8))
-    at(trace(function(A)
-      cute.copy(tc, cute.local_tile(A, { 8 }, { 0 }), cute.make_fragment(cute.make_layout(8), f16))
-    end), "a TiledCopy is not supported yet", "tiled_copy.atom")
   end)
 
   util.gpu_it("256 threads copy 4 f32 (128 bits) and 8 uint16 (128 bits) per thread through registers", function()

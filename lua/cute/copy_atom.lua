@@ -327,6 +327,8 @@ end
 -- of the atoms see their values (CuTe's get_layoutS_TV / get_layoutD_TV)
 function TiledCopy.get_layoutS_TV(t) return tiled_trg(t, t.atom.layout_src_tv) end
 function TiledCopy.get_layoutD_TV(t) return tiled_trg(t, t.atom.layout_dst_tv) end
+-- tiled_copy:get_slice(t) -> ThrCopy (partition_S / partition_D): cute.copy_partition
+function TiledCopy.get_slice(t, idx) return require("cute.copy_partition").get_slice(t, idx) end
 local tiled_props = { layout_src_tv_tiled = TiledCopy.get_layoutS_TV, layout_dst_tv_tiled = TiledCopy.get_layoutD_TV }
 local tc_index = TiledCopy.__index
 TiledCopy.__index = function(o, k)
@@ -401,9 +403,7 @@ function M.copy(atom, src, dst)
   local tensor = require("cute.tensor")
   local tr = require("cute.trace")
   tr.need_trace(F)
-  if is_tiled_copy(atom) then
-    cf.failf(F, "a TiledCopy is not supported yet (get_slice / partition_S / partition_D are not there): pass tiled_copy.atom and each thread's tensors")
-  end
+  if is_tiled_copy(atom) then atom = atom.atom end
   want_atom(F, atom)
   if atom.op.kind ~= "universal" then
     cf.failf(F, "%s atoms are not lowered by cute.copy yet: call cute.arch.%s in the kernel", atom.op.op_name,

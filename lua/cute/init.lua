@@ -92,9 +92,11 @@ for _, n in ipairs({ "make_copy_atom", "make_tiled_copy_tv", "make_tiled_copy_A"
 end
 -- cute.copy(src, dst) or cute.copy(atom, src, dst) (a universal-copy atom)
 cute.copy = function(a, ...)
-  if copy_atom.is_copy_atom(a) or copy_atom.is_tiled_copy(a) then return copy_atom.copy(a, ...) end
+  if copy_atom.is_copy_atom(a) or copy_atom.is_tiled_copy(a) then return require("cute.copy_partition").copy(a, ...) end
   return tensor.copy(a, ...)
 end
+
+cute.make_identity_tensor, cute.elem_less = tensor.make_identity_tensor, tensor.elem_less
 
 -- ops that take a layout or a kernel-side tensor
 local function dual(name, tfn)

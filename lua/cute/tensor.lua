@@ -320,7 +320,24 @@ local function offset_align(T, o)
 end
 M.offset_align = offset_align
 
+-- identity tensors (cute.make_identity_tensor): no memory; the "offset" packs
+-- the coordinate, one IDENT_BITS-bit digit per mode (CuTe's E<i> basis
+-- strides), so tiles that run past the shape keep exact coordinates
+local function ident_crd(T, off)
+  local o = off_add(T.off, off)
+  local r, bits = T.ptr.rank, T.ptr.bits
+  if r == 1 then return o end
+  local c = {}
+  for i = 1, r do
+    local x = idiv(o, 2 ^ (bits * (i - 1)))
+    c[i] = i < r and imod(x, 2 ^ bits) or x
+    if is_value(c[i]) and c[i].t ~= T_I32 then c[i] = tr.cvt(c[i], T_I32) end
+  end
+  return c
+end
+
 local function load_at(T, off)
+  if T.space == "identity" then return ident_crd(T, off) end
   local S = tr.state()
   local p = element_ptr(T, off)
   setloc()
@@ -328,6 +345,7 @@ local function load_at(T, off)
 end
 
 local function store_at(T, off, v)
+  if T.space == "identity" then fail("cannot store into an identity tensor (cute.make_identity_tensor)") end
   local S = tr.state()
   local val = tr.lift(v, T.elem)
   if val.t ~= T.elem then val = tr.cvt(val, T.elem) end
@@ -360,12 +378,13 @@ Tensor.__index = function(T, k)
     if k == "stride" then return T.layout.stride end
     return nil
   end
-  tr.need_trace("tensor indexing")
+  if T.space ~= "identity" then tr.need_trace("tensor indexing") end
   if has_under(k) then return Tensor.slice(T, k) end
   return load_at(T, index_offset(T, k))
 end
 
 Tensor.__newindex = function(T, k, v)
+  if rawget(T, "space") == "identity" then fail("cannot store into an identity tensor (cute.make_identity_tensor)") end
   tr.need_trace("tensor stores")
   if type(k) == "string" then fail("cannot set field '" .. k .. "' of a tensor") end
   if has_under(k) then fail("cannot store into a slice with '_': index single elements") end
@@ -373,6 +392,7 @@ Tensor.__newindex = function(T, k, v)
 end
 
 Tensor.__tostring = function(T)
+  if T.space == "identity" then return "identity_tensor<" .. layout_str(T.layout) .. ">" end
   local info = dt.scalars[T.elem]
   return ("tensor<%s, %s, %s>"):format(info and info.ir or "?", T.space, layout_str(T.layout))
 end
@@ -705,6 +725,70 @@ function M.make_tensor(x, layout)
     return M.make(x, 0, L, elem, dt.space_names[sp[0]] or "generic", dt.scalars[elem] and dt.scalars[elem].size or 1)
   end
   fail("cute.make_tensor: expected a tensor or a traced pointer, got " .. type(x))
+end
+
+-- cute.make_identity_tensor(shape): T[c] is the coordinate c itself (a Lua
+-- number or table of numbers / traced i32), for residue predicates with
+-- cute.elem_less; tiled, sliced and partitioned like any tensor.  Flat
+-- shapes of rank 1..4 (static or traced extents), each mode < 2^(52/rank - 1).
+function M.make_identity_tensor(shape)
+  local F = "cute.make_identity_tensor"
+  local s = shape
+  if tr.is_var(s) then s = s.value end
+  local flat = type(s) == "table" and not is_value(s)
+  local list = flat and s or { s }
+  if #list < 1 or #list > 4 then fail(("%s: shape %s must have rank 1 to 4"):format(F, M.describe(shape))) end
+  local bits = math.floor(52 / #list)
+  if #list == 1 then bits = 31 end
+  local sh, st = {}, {}
+  for i, x in ipairs(list) do
+    if tr.is_var(x) then x = x.value end
+    if type(x) == "table" and not is_value(x) then
+      fail(("%s: shape %s: nested modes are not supported (give a flat shape)"):format(F, M.describe(shape)))
+    end
+    if type(x) == "number" and (x % 1 ~= 0 or x < 1 or x >= 2 ^ (bits - 1)) then
+      fail(("%s: shape %s: extent %s must be an integer from 1 to %d"):format(F, M.describe(shape), tostring(x), 2 ^ (bits - 1) - 1))
+    end
+    if not (type(x) == "number" or (is_value(x) and tr.tinfo[x.t].int)) then
+      fail(("%s: shape %s: extent %d is not an integer"):format(F, M.describe(shape), i))
+    end
+    sh[i], st[i] = x, 2 ^ (bits * (i - 1))
+  end
+  local L = flat and { shape = sh, stride = st } or { shape = sh[1], stride = 1 }
+  return M.make({ rank = #list, bits = bits }, 0, L, nil, "identity", 1, #list == 1 and T_I32 or T_I64)
+end
+
+-- cute.elem_less(a, b): every mode of coordinate a below b's (a Lua boolean
+-- when both are known, else a traced i1)
+function M.elem_less(a, b)
+  local F = "cute.elem_less"
+  local la = (type(a) == "table" and not is_value(a)) and a or { a }
+  local lb = (type(b) == "table" and not is_value(b)) and b or { b }
+  if #la ~= #lb then
+    fail(("%s: %s and %s have different ranks (%d, %d)"):format(F, M.describe(a), M.describe(b), #la, #lb))
+  end
+  local r = true
+  for i = 1, #la do
+    local x, y = la[i], lb[i]
+    if tr.is_var(x) then x = x.value end
+    if tr.is_var(y) then y = y.value end
+    if (type(x) == "table" and not is_value(x)) or (type(y) == "table" and not is_value(y)) then
+      local c = M.elem_less(x, y)
+      if c == false then return false end
+      if c ~= true then r = (r == true) and c or tr.binop(tr.OP.AND, r, c) end
+    else
+      if not ((type(x) == "number" or is_value(x)) and (type(y) == "number" or is_value(y))) then
+        fail(("%s: mode %d: %s, %s are not integers"):format(F, i, tostring(x), tostring(y)))
+      end
+      if type(x) == "number" and type(y) == "number" then
+        if not (x < y) then return false end
+      else
+        local c = tr.cmp_value(tr.OP.LT, x, y)
+        r = (r == true) and c or tr.binop(tr.OP.AND, r, c)
+      end
+    end
+  end
+  return r
 end
 
 function M.make_fragment(layout, dtype) return alloc_tensor("make_fragment", layout, dtype) end
