@@ -56,6 +56,9 @@ describe("identity tensors", function()
     local row = tile[{ 7, cute._ }]
     assert.are.same({ 71, 64 + 13 }, row[13])
     assert.are.same(17, cute.make_identity_tensor(40)[17])
+    -- thread 5 of a column-major (4,2) thread layout owns rows 1, 5 and columns 1, 3, 5
+    local p = cute.local_partition(cute.make_identity_tensor({ 8, 6 }), cute.make_layout({ 4, 2 }), 5)
+    for k = 0, 5 do assert.are.same({ 1 + 4 * (k % 2), 1 + 2 * math.floor(k / 2) }, p[k]) end
   end)
 
   it("elem_less is true when every mode is below", function()
@@ -143,19 +146,19 @@ end)
 
 -- the residue tile (1,1) of a row-major 100x72 f16 matrix: cp.async with
 -- elem_less predicates (zero-fill) to shared memory, then 16-byte copies to
--- a 64x64 output
+-- a 64x64 output; the matrix's extents (m, n) are run-time arguments
 local MR, NR = 100, 72
 local function residue_kernel()
-  return cute.kernel(function(A, B)
+  return cute.kernel(function(A, B, m, n)
     local t = cute.arch.thread_idx()
     local gA = cute.local_tile(A, { 64, 64 }, { 1, 1 })
-    local cA = cute.local_tile(cute.make_identity_tensor({ MR, NR }), { 64, 64 }, { 1, 1 })
+    local cA = cute.local_tile(cute.make_identity_tensor({ m, n }), { 64, 64 }, { 1, 1 })
     local sA = cute.make_shared_tensor(cute.make_layout({ 64, 64 }, { 64, 1 }), f16, 16)
     local g2s = tiled(aatom())
     local thr = g2s:get_slice(t)
     local tAgA, tAsA, tAcA = thr:partition_S(gA), thr:partition_D(sA), thr:partition_S(cA)
     local pred = {}
-    for g = 0, 3 do pred[g] = cute.elem_less(tAcA[g * 8], { MR, NR }) end
+    for g = 0, 3 do pred[g] = cute.elem_less(tAcA[g * 8], { m, n }) end
     cute.copy(g2s, tAgA, tAsA, { pred = pred })
     cute.arch.cp_async_commit_group()
     cute.arch.cp_async_wait_group(0)
@@ -164,7 +167,7 @@ local function residue_kernel()
     cute.copy(tiled(uatom()), s2g:partition_S(sA), s2g:partition_D(B))
   end, { name = "copy_partition_residue" })
 end
-local function specs() return cute.tensor_spec({ MR, NR }, f16), cute.tensor_spec({ 64, 64 }, f16) end
+local function specs() return cute.tensor_spec({ MR, NR }, f16), cute.tensor_spec({ 64, 64 }, f16), cute.Int32(0), cute.Int32(0) end
 
 describe("cute.copy with a TiledCopy and predicates", function()
   it("a predicated cp.async copy is cp.async.cg with the src-size operand, 4 per thread; ptxas sm_80 and sm_90a", function()
@@ -226,7 +229,7 @@ describe("cute.copy with a TiledCopy and predicates", function()
     local A = cute.from_host(hf, f16, { MR, NR })
     local ha = A:to_host()
     local B = cute.zeros({ 64, 64 }, f16)
-    residue_kernel():launch { grid = 1, block = 128 }(A, B)
+    residue_kernel():launch { grid = 1, block = 128 }(A, B, MR, NR)
     local hb = B:to_host()
     for r = 0, 63 do
       for c = 0, 63 do
