@@ -197,6 +197,20 @@ describe("cute.copy with a TiledCopy and predicates", function()
     local _, st = r.ptx:gsub("st%.global%.v4%.[ub]32", "")
     assert.are.equal(4, st, r.ptx)
     assert.truthy(r.ptx:find("setp", 1, true) and r.ptx:find("bra", 1, true), r.ptx)
+    -- the predicates in a register fragment of booleans, against a run-time row count
+    local k2 = cute.kernel(function(A, B, m)
+      local t = cute.arch.thread_idx()
+      local thr = tiled(uatom()):get_slice(t)
+      local tc = thr:partition_S(cute.make_identity_tensor({ 64, 64 }))
+      local pred = cute.make_fragment(cute.make_layout(4), cute.bool)
+      for g = 0, 3 do pred[g] = cute.elem_less(tc[g * 8], { m, 64 }) end
+      cute.copy(tiled(uatom()), thr:partition_S(A), thr:partition_D(B), { pred = pred })
+    end, { name = "copy_partition_pred_fragment" })
+    local r2 = k2:with({ arch = "sm_80", opt_level = 3 }):compile(cute.tensor_spec({ 64, 64 }, f16),
+      cute.tensor_spec({ 64, 64 }, f16), cute.Int32(0))
+    local _, st2 = r2.ptx:gsub("st%.global%.v4%.[ub]32", "")
+    local _, br2 = r2.ptx:gsub("@!?%%p%d+ bra", "")
+    assert.are.same({ 4, 4 }, { st2, br2 }, r2.ptx)
   end)
 
   it("bad predicates are errors at the user's line", function()

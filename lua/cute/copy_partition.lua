@@ -175,7 +175,10 @@ function M.copy(atom, src, dst, opts)
         np = math.max(np, k + 1)
       end
     else
-      ok, np = pcall(function() return #pred end)
+      ok, np = pcall(function()
+        if type(pred) == "table" and type(pred.size) == "function" then return pred:size() end -- (tensors)
+        return #pred
+      end)
       if not ok or type(np) ~= "number" then
         failf(F, "pred = %s must be a tensor or table indexed by the copy group (0..%d)", show(pred), ng - 1)
       end
