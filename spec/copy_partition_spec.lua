@@ -183,6 +183,21 @@ describe("cute.copy with a TiledCopy and predicates", function()
     if not PTXAS then pending("ptxas not found: PTX checked, not assembled") end
   end)
 
+  it("a cp.async ALWAYS atom of 64-bit copies is cp.async.ca with 8 bytes, src-size 0 for a false predicate", function()
+    local atom = cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(), f16, { num_bits_per_copy = 64 })
+    local tc = cute.make_tiled_copy_tv(atom, cute.make_layout({ 16, 8 }, { 8, 1 }), cute.make_layout({ 1, 4 }, { 4, 1 }))
+    local k = cute.kernel(function(A)
+      local sA = cute.make_shared_tensor(cute.make_layout({ 16, 32 }, { 32, 1 }), f16, 16)
+      local thr = tc:get_slice(cute.arch.thread_idx())
+      assert.are.equal("((4,1),1,1)", ten.describe(thr:partition_S(A).shape))
+      cute.copy(tc, thr:partition_S(A), thr:partition_D(sA), { pred = { [0] = false } })
+    end, { name = "copy_partition_ca8" })
+    local r = k:with({ arch = "sm_80", use_ptxas = PTXAS, opt_level = 3 }):compile(cute.tensor_spec({ 16, 32 }, f16))
+    local _, n = r.ptx:gsub("cp%.async%.ca%.shared%.global %[[^%]]+%], %[[^%]]+%], 8, %%r%d+;", "")
+    assert.are.equal(1, n, r.ptx)
+    if PTXAS then assert.truthy(r.cubin) else pending("ptxas not found: PTX checked, not assembled") end
+  end)
+
   it("a predicated universal copy guards each 16-byte group with a branch", function()
     local k = cute.kernel(function(A, B)
       local t = cute.arch.thread_idx()
