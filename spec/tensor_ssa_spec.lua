@@ -19,21 +19,23 @@ local function tiled_mma()
   return cute.make_tiled_mma(op, { 1, 1, 1 })
 end
 
--- X (4,16) f32 -> registers -> softmax over all 64 values -> bf16 Y (4,16);
--- R (4): the row sums of max(X, 0) (a reduction along mode 1)
+-- X (4,16) f32 -> registers -> a softmax of each row (max-reduce the row,
+-- subtract, exp2, sum, divide) -> bf16 Y (4,16); R (4): the row sums of
+-- max(X, 0); S[0]: the maximum of all of X (a full reduction)
 local function epilogue()
   local tm = tiled_mma()
-  return cute.kernel(function(X, Y, R)
+  return cute.kernel(function(X, Y, R, S)
     local acc = tm:make_fragment_C({ 4, 16 })
     acc:store(X:load())
     local v = acc:load()
-    local m = v:reduce(cute.ReductionOp.MAX, -math.huge, 0)
-    local e = cute.math.exp2((v - m) * LOG2E)
-    local s = e:reduce(cute.ReductionOp.ADD, 0.0, 0)
+    local m = v:reduce(cute.ReductionOp.MAX, -math.huge, { cute._, 1 }) -- (4)
+    local e = cute.math.exp2((v - m:broadcast_to(v.shape)) * LOG2E)
+    local s = e:reduce(cute.ReductionOp.ADD, 0.0, { cute._, 1 })
     local out = tm:make_fragment_A({ 4, 16 })
-    out:store((e / s):to(cute.bfloat16))
+    out:store((e / s:broadcast_to({ 4, 16 })):to(cute.bfloat16))
     cute.copy(out, Y)
     R:store(cute.where(v:gt(0), v, 0):reduce(cute.ReductionOp.ADD, 0.0, { cute._, 1 }))
+    S[0] = v:reduce(cute.ReductionOp.MAX, -math.huge, 0)
   end)
 end
 
@@ -53,7 +55,7 @@ end
 
 describe("TensorSSA", function()
   it("a softmax epilogue on a register tensor assembles for sm_80 and sm_90a with no local memory", function()
-    local rs = compile(epilogue(), ts({ 4, 16 }, f32), ts({ 4, 16 }, bf16), ts({ 4 }, f32))
+    local rs = compile(epilogue(), ts({ 4, 16 }, f32), ts({ 4, 16 }, bf16), ts({ 4 }, f32), ts({ 1 }, f32))
     for arch, r in pairs(rs) do
       assert.falsy(util.has(r.ptx, ".local"), arch .. ": local memory")
       assert.truthy(util.has(r.ptx, "ex2.approx"), arch .. ": no ex2")
@@ -104,6 +106,14 @@ describe("TensorSSA", function()
       seen.max2 = cute.math.max(v, 0.5).dtype.name
       seen.cute_lt = cute.lt(v, 0.0).dtype.name .. "," .. cute.ge(0.0, v).dtype.name
       seen.where = tostring(cute.where(v:ne(0.0), 1.0, v))
+      local cols = v:reduce(cute.ReductionOp.ADD, 0.0, { 1, cute._ }) -- (3): column sums
+      local rows = v:reduce(cute.ReductionOp.ADD, 0.0, { cute._, 1 }) -- (2): row sums
+      seen.bc = tostring(rows:broadcast_to({ 2, 3 })) .. " " .. tostring(cols)
+      -- element i of a (2,3) value is (i % 2, i // 2): broadcasting rows repeats element i % 2
+      local b = rows:broadcast_to({ 2, 3 })
+      seen.bc_ok = true
+      for i = 0, 5 do seen.bc_ok = seen.bc_ok and rawequal(b[i], rows[i % 2]) end
+      seen.bc_err = select(2, pcall(function() return cols:broadcast_to({ 2, 3 }) end))
     end)
     k:with({ arch = "sm_80" }):compile(ts({ 2, 3 }, f32))
     assert.are.equal("TensorSSA<float32, (2,3)>", seen.str)
@@ -117,6 +127,33 @@ describe("TensorSSA", function()
     assert.are.equal("float32", seen.max2)
     assert.are.equal("bool,bool", seen.cute_lt)
     assert.are.equal("TensorSSA<float32, (2,3)>", seen.where)
+    assert.are.equal("TensorSSA<float32, (2,3)> TensorSSA<float32, (3)>", seen.bc)
+    assert.is_true(seen.bc_ok)
+    assert.truthy(util.has(tostring(seen.bc_err), "TensorSSA:broadcast_to: mode 1 of (3) is 3: it must be 1 or 2"),
+      tostring(seen.bc_err))
+  end)
+
+  it("reductions, broadcasts and elementwise ops on constants fold to the column-major values (i32)", function()
+    local tr, tssa = require("cute.trace"), require("cute.tensor_ssa")
+    local got = {}
+    local k = cute.kernel(function(X)
+      local vals = {}
+      for i = 0, 5 do vals[i] = tr.const(tr.T.I32, 10 * i + 1) end -- element (r, c) = 10 (r + 2 c) + 1
+      local v = tssa.make(vals, { 2, 3 }, 6)
+      local function cvs(w) local o = {} for i = 0, w:size() - 1 do o[#o + 1] = w[i].cv end return table.concat(o, ",") end
+      got.rows = cvs(v:reduce(cute.ReductionOp.ADD, 0, { cute._, 1 }))         -- 1+21+41, 11+31+51
+      got.cols = cvs(v:reduce(cute.ReductionOp.MAX, -1, { 1, cute._ }))        -- 11, 31, 51
+      got.all = v:reduce(cute.ReductionOp.MIN, 100, 0).cv
+      got.bc = cvs(v:reduce(cute.ReductionOp.MUL, 1, { cute._, 1 }):broadcast_to({ 2, 3 }))
+      got.ew = cvs(-(v - 1) * 2 + 3)
+      X[0] = 0
+    end)
+    k:with({ arch = "sm_80" }):compile(ts({ 1 }, f32))
+    assert.are.equal("63,93", got.rows)
+    assert.are.equal("11,31,51", got.cols)
+    assert.are.equal(1, got.all)
+    assert.are.equal("861,17391,861,17391,861,17391", got.bc)
+    assert.are.equal("3,-17,-37,-57,-77,-97", got.ew)
   end)
 
   it("errors at the user's line: shape and dtype mismatches, non-static shapes, bad profiles", function()
@@ -175,14 +212,20 @@ describe("TensorSSA", function()
     local dX = cute.from_host(host, f32, { 4, 16 })
     local dY = cute.zeros({ 4, 16 }, bf16)
     local dR = cute.zeros({ 4 }, f32)
-    epilogue():launch{ grid = 1, block = 1 }(dX, dY, dR)
-    local y, r = dY:to_host(), dR:to_host()
-    local m = -math.huge
-    for i = 0, n - 1 do m = math.max(m, x[i]) end
-    local s = 0
-    for i = 0, n - 1 do s = s + 2 ^ ((x[i] - m) * LOG2E) end
+    local dS = cute.zeros({ 1 }, f32)
+    epilogue():launch{ grid = 1, block = 1 }(dX, dY, dR, dS)
+    local y, r, smax = dY:to_host(), dR:to_host(), dS:to_host()
+    local m, s, all = {}, {}, -math.huge -- per row (row-major host layout: X[row][c] = x[row * 16 + c])
+    for row = 0, 3 do
+      m[row], s[row] = -math.huge, 0
+      for c = 0, 15 do m[row] = math.max(m[row], x[row * 16 + c]) end
+      for c = 0, 15 do s[row] = s[row] + 2 ^ ((x[row * 16 + c] - m[row]) * LOG2E) end
+      all = math.max(all, m[row])
+    end
+    assert.are.equal(all, smax[0])
     for i = 0, n - 1 do
-      local want = 2 ^ ((x[i] - m) * LOG2E) / s
+      local row = math.floor(i / 16)
+      local want = 2 ^ ((x[i] - m[row]) * LOG2E) / s[row]
       local got = bf16.to_number(y[i]) -- to_host gives bfloat16 bit patterns
       assert.is_true(math.abs(got - want) <= 1e-2 * want + 1e-6,
         ("Y[%d]: got %s, want %s"):format(i, tostring(got), tostring(want)))
@@ -193,6 +236,6 @@ describe("TensorSSA", function()
       assert.is_true(math.abs(r[row] - want) <= 1e-4 * (1 + math.abs(want)),
         ("R[%d]: got %s, want %s"):format(row, tostring(r[row]), tostring(want)))
     end
-    for _, t in ipairs({ dX, dY, dR }) do t:free() end
+    for _, t in ipairs({ dX, dY, dR, dS }) do t:free() end
   end)
 end)

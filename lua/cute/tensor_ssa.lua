@@ -78,7 +78,8 @@ end
 local function operand(x, shape, what)
   if is_ssa(x) then
     if not same_shape(x._shape, shape) then
-      failf(what, "shapes %s and %s differ", ten.describe(shape), ten.describe(x._shape))
+      failf(what, "shapes %s and %s differ (v:broadcast_to(shape) repeats modes of size 1)", ten.describe(shape),
+        ten.describe(x._shape))
     end
     return function(i) return x._vals[i] end
   end
@@ -160,6 +161,42 @@ end
 function TensorSSA.to(v, dtype)
   local t = scalar_of(dtype, "TensorSSA:to")
   return map("TensorSSA:to", function(x) return tr.cvt(x, t) end, v)
+end
+
+-- v:broadcast_to(shape): v's modes, padded with 1s on the right to the rank of
+-- shape, each of size 1 (repeated) or equal to shape's mode: a TensorSSA of shape
+function TensorSSA.broadcast_to(v, shape)
+  local what = "TensorSSA:broadcast_to"
+  tr.need_trace(what)
+  if not ten.is_static(shape) then failf(what, "the shape %s must be static", ten.describe(shape)) end
+  local tgt = type(shape) == "table" and shape or { shape }
+  local src = type(v._shape) == "table" and v._shape or { v._shape }
+  if #src > #tgt then
+    failf(what, "%s has more modes than %s", ten.describe(v._shape), ten.describe(shape))
+  end
+  local tsz, ssz = {}, {}
+  for k = 1, #tgt do
+    tsz[k] = ten.tsize(tgt[k])
+    ssz[k] = src[k] == nil and 1 or ten.tsize(src[k])
+    if ssz[k] ~= 1 and not same_shape(src[k], tgt[k]) then
+      failf(what, "mode %d of %s is %s: it must be 1 or %s", k, ten.describe(v._shape), ten.describe(src[k]),
+        ten.describe(tgt[k]))
+    end
+  end
+  local n = ten.tsize(shape)
+  if n > cf.C.CUTE_ARR_MAX then failf(what, "%s holds %d values; at most %d", ten.describe(shape), n, cf.C.CUTE_ARR_MAX) end
+  local out = {}
+  for i = 0, n - 1 do
+    local rest, j, jstride = i, 0, 1
+    for k = 1, #tgt do
+      local c = rest % tsz[k]
+      rest = (rest - c) / tsz[k]
+      if ssz[k] ~= 1 then j = j + c * jstride end
+      jstride = jstride * ssz[k]
+    end
+    out[i] = v._vals[j]
+  end
+  return make(out, shape, n)
 end
 
 -- cute.ReductionOp (CuTe DSL): ADD, MUL, MAX, MIN
