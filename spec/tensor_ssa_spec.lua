@@ -87,6 +87,10 @@ describe("TensorSSA", function()
       local nld, nst = count("ld"), count("st")
       assert.are.equal(64, nld, arch)
       assert.are.equal(64, nst, arch)
+      if PTXAS then
+        assert.are.equal(0, r.info.spill_stores, arch .. ": " .. tostring(r.ptxas_log))
+        assert.are.equal(0, r.info.stack, arch .. ": " .. tostring(r.ptxas_log))
+      end
     end
   end)
 
