@@ -65,6 +65,32 @@ for _, n in ipairs({ "min", "max", "div", "rem", "band", "bor", "bxor", "bnot", 
   cute[n] = arch[n]
 end
 
+-- whole-fragment values (CuTe DSL's TensorSSA): t:load(), elementwise ops, reductions
+local tssa = require("cute.tensor_ssa")
+tssa.wrap_math(cute.math)
+cute.ReductionOp = tssa.ReductionOp
+cute.reduce = tssa.reduce
+cute.TensorSSA = tssa.TensorSSA
+cute.is_tensor_ssa = tssa.is_tensor_ssa
+cute.min, cute.max = cute.math.min, cute.math.max
+do
+  local where = cute.where
+  cute.where = function(c, a, b, ...)
+    if tssa.is_tensor_ssa(c) or tssa.is_tensor_ssa(a) or tssa.is_tensor_ssa(b) then return tssa.where(c, a, b) end
+    return where(c, a, b, ...)
+  end
+  for _, n in ipairs({ "lt", "le", "gt", "ge", "eq", "ne" }) do
+    local f = cute[n]
+    cute[n] = function(a, b, ...)
+      if tssa.is_tensor_ssa(a) then return a[n](a, b) end
+      if tssa.is_tensor_ssa(b) then
+        return tssa.map("cute." .. n, f, a, b)
+      end
+      return f(a, b, ...)
+    end
+  end
+end
+
 -- kernel-side tensors
 cute.make_tensor = tensor.make_tensor
 cute.make_fragment = tensor.make_fragment

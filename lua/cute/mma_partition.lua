@@ -102,6 +102,9 @@ reg_mt.__tostring = function(r)
   return ("register tensor<%s, %s>"):format(r._dtype, ten.describe(r._shape))
 end
 function RegTensor.size(r) return r._n end
+-- r:load() / r:store(v): the whole fragment as a TensorSSA (cute.tensor_ssa)
+function RegTensor.load(r) return require("cute.tensor_ssa").load(r, "register tensor:load") end
+function RegTensor.store(r, v) return require("cute.tensor_ssa").store(r, v, "register tensor:store") end
 function RegTensor.fill(r, v)
   for i = 0, r._n - 1 do r._frag[i] = v end
 end

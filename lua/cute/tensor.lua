@@ -415,8 +415,17 @@ function M.size_of(T, mode)
   return n
 end
 function Tensor.size(T) return M.size_of(T) end
-function Tensor.load(T, crd) return load_at(T, index_offset(T, crd)) end
-function Tensor.store(T, crd, v) store_at(T, index_offset(T, crd), v) end
+-- t:load() / t:store(v) without a coordinate: the whole tensor as a TensorSSA (cute.tensor_ssa)
+function Tensor.load(T, crd)
+  if crd == nil then return require("cute.tensor_ssa").load(T, "Tensor:load") end
+  return load_at(T, index_offset(T, crd))
+end
+function Tensor.store(T, crd, v)
+  if v == nil and require("cute.tensor_ssa").is_tensor_ssa(crd) then
+    return require("cute.tensor_ssa").store(T, crd, "Tensor:store")
+  end
+  store_at(T, index_offset(T, crd), v)
+end
 -- pointer to element crd (for atomics and raw access)
 function Tensor.ptr_at(T, crd) return element_ptr(T, index_offset(T, crd or 0)) end
 
