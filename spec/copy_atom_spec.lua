@@ -10,21 +10,10 @@ local cute = require("cute")
 local warp, cpasync = cute.nvgpu.warp, cute.nvgpu.cpasync
 local function idiv(a, b) return math.floor(a / b) end
 
-local function err_of(f)
-  local ok, e = pcall(f)
-  assert(not ok, "expected an error")
-  return tostring(e)
-end
+local err_of = dofile("spec/support/util.lua").err_of
 
--- f raises an error located at the caller's line containing every string given
-local function expect(f, ...)
-  local line = debug.getinfo(2, "l").currentline
-  local e = err_of(f)
-  assert.is_truthy(e:find("copy_atom_spec.lua:" .. line .. ": ", 1, true), "not at the user's line: " .. e)
-  for _, s in ipairs({ ... }) do
-    assert.is_truthy(e:find(s, 1, true), ("%q not in: %s"):format(s, e))
-  end
-end
+-- f raises an error at the caller's line containing every string given
+local expect = dofile("spec/support/util.lua").expect_error
 
 describe("copy ops", function()
   it("take keyword tables or CuTe DSL's positional order and print their arguments", function()

@@ -13,19 +13,8 @@ local f16 = cute.float16
 local ten = require("cute.tensor")
 local PTXAS = C.cute_ptxas_path() ~= nil
 
-local function err_of(f)
-  local ok, e = pcall(f)
-  assert(not ok, "expected an error")
-  return tostring(e)
-end
-local function expect(f, ...)
-  local line = debug.getinfo(2, "l").currentline
-  local e = err_of(f)
-  assert.is_truthy(e:find("copy_partition_spec.lua:" .. line .. ": ", 1, true), "not at the user's line: " .. e)
-  for _, s in ipairs({ ... }) do
-    assert.is_truthy(e:find(s, 1, true), ("%q not in: %s"):format(s, e))
-  end
-end
+local err_of = dofile("spec/support/util.lua").err_of
+local expect = dofile("spec/support/util.lua").expect_error
 
 local function uatom() return cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), f16, { num_bits_per_copy = 128 }) end
 local function aatom()

@@ -267,14 +267,7 @@ describe("MMA ops: constructors and errors", function()
     assert.are.equal("fma.rn.f64", cute.make_mma_atom(cute.nvgpu.MmaUniversalOp("Float64")).instruction)
   end)
 
-  local function expect(f, ...)
-    local line = debug.getinfo(2, "l").currentline
-    local e = err_of(f)
-    assert.is_truthy(e:find("mma_atom_spec.lua:" .. line .. ": ", 1, true), "not at the user's line: " .. e)
-    for _, s in ipairs({ ... }) do
-      assert.is_truthy(e:find(s, 1, true), ("%q not in: %s"):format(s, e))
-    end
-  end
+  local expect = dofile("spec/support/util.lua").expect_error
   it("bad combinations are errors at the user's line naming the op and the value", function()
     expect(function() warp.MmaF16BF16Op { ab_dtype = cute.bfloat16, acc_dtype = cute.float16, shape_mnk = { 16, 8, 16 } } end,
       "MmaF16BF16Op", "acc_dtype", "float16", "bfloat16")

@@ -52,6 +52,25 @@ function M.rand_floats(n, lo, hi)
   return a
 end
 
+-- the message of the error f raises (fails the test when f does not raise)
+function M.err_of(f)
+  local ok, e = pcall(f)
+  assert(not ok, "expected an error")
+  return tostring(e)
+end
+
+-- f raises an error located at the caller's line (file:line: of the spec line
+-- that calls expect_error) and containing every string given
+function M.expect_error(f, ...)
+  local info = debug.getinfo(2, "Sl")
+  local file = info.short_src:match("[^/]+$")
+  local e = M.err_of(f)
+  assert(e:find(file .. ":" .. info.currentline .. ": ", 1, true), "not at the user's line: " .. e)
+  for _, s in ipairs({ ... }) do
+    assert(e:find(s, 1, true), ("%q not in: %s"):format(s, e))
+  end
+end
+
 function M.gpu_it(name, fn)
   if gpu == nil then gpu, why = require("cute").available() end
   local env = getfenv(2)
