@@ -180,10 +180,6 @@ local function upcast(l, n)
 end
 M.upcast = upcast
 
-local function arch_num(a)
-  local n = type(a) == "string" and a:match("^sm_(%d+)a?$")
-  return n and tonumber(n) or nil
-end
 
 local Atom = frozen("a copy atom")
 Atom.__tostring = function(a)
@@ -195,18 +191,7 @@ end
 local function is_atom(x) return type(x) == "table" and getmetatable(x) == Atom end
 M.is_copy_atom = is_atom
 
-function Atom.supports_arch(a, arch)
-  local n = arch_num(arch)
-  if not n then cf.failf("CopyAtom:supports_arch", "%s is not an arch (sm_80, sm_90a...)", show(arch)) end
-  return n >= arch_num(a.min_arch)
-end
-
-function Atom.check_arch(a, arch)
-  if not a:supports_arch(arch) then
-    cf.fail(("cute.nvgpu.%s: %s needs %s or newer; the target is %s")
-      :format(a.op.op_name, a.instruction or "the copy", a.min_arch, arch))
-  end
-end
+require("cute.mma").arch_methods(Atom, "CopyAtom")
 
 -- cute.make_copy_atom(op, dtype [, {num_bits_per_copy = n}])
 function M.make_copy_atom(op, dtype, opts)

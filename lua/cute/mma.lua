@@ -317,20 +317,24 @@ Atom.__tostring = function(a)
       tostring(f.layout_A_tv), tostring(f.layout_B_tv), tostring(f.layout_C_tv))
 end
 
--- true when the atom's instruction exists on arch ("sm_80", "sm_90a"...)
-function Atom.supports_arch(a, arch)
-  local n = arch_num(arch)
-  if not n then cf.failf("MmaAtom:supports_arch", "%s is not an arch (sm_80, sm_89, sm_90a...)", show(arch)) end
-  return n >= arch_num(a.min_arch)
-end
-
--- raise an error at the user's line when the atom's instruction does not exist on arch
-function Atom.check_arch(a, arch)
-  if not a:supports_arch(arch) then
-    cf.fail(("cute.nvgpu.%s: %s needs %s or newer; the target is %s")
-      :format(a.op.op_name, a.instruction, a.min_arch, arch))
+-- atom:supports_arch(arch): the atom's instruction exists on arch ("sm_80",
+-- "sm_90a"...); atom:check_arch(arch): an error at the user's line when not.
+-- Installed on MMA atoms here and on copy atoms (cute.copy_atom); kind names
+-- the atom in errors ("MmaAtom").
+function M.arch_methods(mt, kind)
+  function mt.supports_arch(a, arch)
+    local n = arch_num(arch)
+    if not n then cf.failf(kind .. ":supports_arch", "%s is not an arch (sm_80, sm_89, sm_90a...)", show(arch)) end
+    return n >= arch_num(a.min_arch)
+  end
+  function mt.check_arch(a, arch)
+    if not a:supports_arch(arch) then
+      cf.fail(("cute.nvgpu.%s: %s needs %s or newer; the target is %s")
+        :format(a.op.op_name, a.instruction or "the copy", a.min_arch, arch))
+    end
   end
 end
+M.arch_methods(Atom, "MmaAtom")
 
 local function is_atom(x) return type(x) == "table" and getmetatable(x) == Atom end
 M.is_atom = is_atom
