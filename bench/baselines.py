@@ -52,22 +52,28 @@ def rate(key, work, fn, **kw):
     out[key + "_min"], out[key + "_max"] = work / sp[1], work / sp[0]
 
 
-out = {}
-n = 2 ** 28
-x, y = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
-z = torch.empty_like(x)
-rate("add_gbps", 12 * n / 1e6, lambda: torch.add(x, y, out=z))
-rate("sum_gbps", 4 * n / 1e6, lambda: torch.sum(x))
-rate("copy_gbps", 8 * n / 1e6, lambda: z.copy_(x))
-del x, y, z
-R, N = 16384, 4096
-a = torch.randn(R, N, device="cuda")
-o = torch.empty_like(a)
-rate("softmax_gbps", 8 * R * N / 1e6, lambda: torch.softmax(a, dim=1))
-del a, o
-S = 4096
-A, B = torch.randn(S, S, device="cuda"), torch.randn(S, S, device="cuda")
-C = torch.empty(S, S, device="cuda")
-rate("sgemm_tflops", 2 * S ** 3 / 1e9, lambda: torch.mm(A, B, out=C), reps=20)
-out["device"] = torch.cuda.get_device_name(0)
-print(json.dumps(out))
+def main():
+    global out
+    out = {}
+    n = 2 ** 28
+    x, y = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
+    z = torch.empty_like(x)
+    rate("add_gbps", 12 * n / 1e6, lambda: torch.add(x, y, out=z))
+    rate("sum_gbps", 4 * n / 1e6, lambda: torch.sum(x))
+    rate("copy_gbps", 8 * n / 1e6, lambda: z.copy_(x))
+    del x, y, z
+    R, N = 16384, 4096
+    a = torch.randn(R, N, device="cuda")
+    o = torch.empty_like(a)
+    rate("softmax_gbps", 8 * R * N / 1e6, lambda: torch.softmax(a, dim=1))
+    del a, o
+    S = 4096
+    A, B = torch.randn(S, S, device="cuda"), torch.randn(S, S, device="cuda")
+    C = torch.empty(S, S, device="cuda")
+    rate("sgemm_tflops", 2 * S ** 3 / 1e9, lambda: torch.mm(A, B, out=C), reps=20)
+    out["device"] = torch.cuda.get_device_name(0)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+-- Multistage bf16 GEMM written with cute.arch's tensor-core instructions:
+--   C = alpha * A * B^T + beta * C      A: M x K, B: N x K (both K-major), C: M x N, bf16
+-- f32 accumulation.  The CTA tile is BM x BN x 64; STAGES k-tiles are in flight
+-- (cp.async.cg 16-byte copies, zero-filled outside the matrices); shared memory is
+-- swizzled by hand (the 16-byte chunk c of row r is stored at chunk c xor (r % 8):
+-- CuTe's Swizzle<3,3,3> on 128-byte rows) so that both the cp.async stores and the
+-- ldmatrix.x4 reads are free of bank conflicts; each warp computes a 64 x 64 tile
+-- with mma.sync.m16n8k16.  M and N are any sizes; K must be a multiple of 8 (16-byte
+-- rows).  The CuTe-vocabulary version of the same kernel is examples/gemm_bf16.lua.
+--   cuteluajit examples/gemm_bf16_arch.lua [M] [N] [K]
+local cute = require("cute")
+local ex = dofile((arg[0]:match("(.*/)") or "./") .. "common.lua")
+local bf16, f32 = cute.bfloat16, cute.float32
+local band, bxor, div, where, lt = cute.band, cute.bxor, cute.div, cute.where, cute.lt
+
+local M_, N_, K_ = tonumber(arg[1]) or 4096, tonumber(arg[2]) or 4096, tonumber(arg[3]) or 4096
+
+-- cfg: bm, bn (CTA tile), warps_m, warps_n, stages
+local function make_gemm(cfg)
+  cfg = cfg or {}
+  local BM, BN, BK = cfg.bm or 128, cfg.bn or 128, 64
+  local WM, WN, STAGES = cfg.warps_m or 2, cfg.warps_n or 2, cfg.stages or 4
+  local THREADS = 32 * WM * WN
+  local TM, TN = BM / WM, BN / WN -- the warp's tile
+  local MI, NI = TM / 16, TN / 8   -- m16 and n8 MMA tiles per warp
+  assert(TM % 16 == 0 and TN % 16 == 0, "warp tile must be a multiple of 16 x 16")
+  local A_ST, B_ST = BM * BK, BN * BK -- elements per stage
+  local mma = cute.arch.mma_sync{ shape = "m16n8k16", a_type = bf16, b_type = bf16, c_type = f32, d_type = f32 }
+
+  local k = cute.kernel(function(A, B, Cm, alpha, beta)
+    local M, K = cute.size(A, 0), cute.size(A, 1)
+    local N = cute.size(B, 0)
+    local t = cute.arch.thread_idx()
+    local bx, by = cute.arch.block_idx()
+    local lane, warp = t % 32, div(t, 32)
+    local wm, wn = warp % WM, div(warp, WM)
+    local sA = cute.make_dynamic_shared_tensor(cute.make_layout(STAGES * A_ST), bf16, 128)
+    local sB = cute.make_dynamic_shared_tensor(cute.make_layout(STAGES * B_ST), bf16, 128)
+    local m0, n0 = by * BM, bx * BN
+    local ktiles = div(K + (BK - 1), BK)
+
+    -- cp.async: thread t copies chunk t % 8 of rows t / 8 + (THREADS / 8) * i
+    local RSTEP = THREADS / 8
+    local lrow, lchunk = div(t, 8), t % 8
+    local sw_off = lrow * BK + bxor(lchunk, lrow % 8) * 8 -- swizzled smem offset of the first row
+    local function load_tile(kt, stage)
+      local kcol = kt * BK + lchunk * 8
+      local kin = lt(kcol, K)
+      for i in cute.range_constexpr(BM / RSTEP) do
+        local r = m0 + lrow + i * RSTEP
+        local ok = cute.logical_and(lt(r, M), kin)
+        local src = A:ptr_at({ where(ok, r, 0), where(ok, kcol, 0) })
+        cute.arch.cp_async(sA:ptr_at(stage * A_ST + sw_off + i * RSTEP * BK), src, 16,
+          { cache = "cg", src_size = where(ok, 16, 0) })
+      end
+      for i in cute.range_constexpr(BN / RSTEP) do
+        local r = n0 + lrow + i * RSTEP
+        local ok = cute.logical_and(lt(r, N), kin)
+        local src = B:ptr_at({ where(ok, r, 0), where(ok, kcol, 0) })
+        cute.arch.cp_async(sB:ptr_at(stage * B_ST + sw_off + i * RSTEP * BK), src, 16,
+          { cache = "cg", src_size = where(ok, 16, 0) })
+      end
+    end
+
+    -- ldmatrix addresses.  A (x4 = a 16 x 16 tile): lane l reads row l % 16, chunk
+    -- 2 kk + l / 16; B (x4 = two n8 x k16 tiles): row (l / 16) * 8 + l % 8, chunk
+    -- 2 kk + (l / 8) % 2.  Rows are 8-aligned per tile, so the swizzle's row term is l % 8.
+    local x8 = lane % 8
+    local a_row = wm * TM + lane % 16
+    local a_hi = div(lane, 16)
+    local b_row = wn * TN + div(lane, 16) * 8 + x8
+    local b_hi = div(lane, 8) % 2
+    local a_k, b_k = {}, {}
+    for kk = 0, BK / 16 - 1 do
+      a_k[kk] = bxor(kk * 2 + a_hi, x8) * 8
+      b_k[kk] = bxor(kk * 2 + b_hi, x8) * 8
+    end
+
+    local acc = {}
+    for i = 0, MI - 1 do
+      acc[i] = {}
+      for j = 0, NI - 1 do acc[i][j] = cute.arch.make_fragment_regs(f32, 4, 0) end
+    end
+
+    for s in cute.range_constexpr(STAGES - 1) do
+      load_tile(s, s)
+      cute.arch.cp_async_commit_group()
+    end
+    for kt in cute.range(ktiles) do
+      cute.arch.cp_async_wait_group(STAGES - 2)
+      cute.arch.sync_threads()
+      -- refill the stage consumed in the previous iteration
+      local nk = kt + (STAGES - 1)
+      if nk < ktiles then load_tile(nk, nk % STAGES) end
+      cute.arch.cp_async_commit_group()
+      local st = kt % STAGES
+      local abase, bbase = st * A_ST + a_row * BK, st * B_ST + b_row * BK
+      for kk in cute.range_constexpr(BK / 16) do
+        local af, bfr = {}, {}
+        for i = 0, MI - 1 do
+          af[i] = cute.arch.ldmatrix(sA:ptr_at(abase + i * 16 * BK + a_k[kk]), { num_matrices = 4 })
+        end
+        for j = 0, NI / 2 - 1 do
+          bfr[j] = cute.arch.ldmatrix(sB:ptr_at(bbase + j * 16 * BK + b_k[kk]), { num_matrices = 4 })
+        end
+        for i = 0, MI - 1 do
+          for j = 0, NI - 1 do
+            local b2 = cute.arch.make_fragment_regs(cute.uint32, 2)
+            local src = bfr[div(j, 2)]
+            b2[0] = src[(j % 2) * 2]; b2[1] = src[(j % 2) * 2 + 1]
+            mma(acc[i][j], af[i], b2, acc[i][j])
+          end
+        end
+      end
+    end
+    cute.arch.cp_async_wait_group(0)
+
+    -- epilogue: thread holds rows g, g + 8 and columns 2q, 2q + 1 of each m16n8 tile
+    local g, q = div(lane, 4), lane % 4
+    for i = 0, MI - 1 do
+      for h = 0, 1 do
+        local r = m0 + wm * TM + i * 16 + h * 8 + g
+        if r < M then
+          for j = 0, NI - 1 do
+            local c = n0 + wn * TN + j * 8 + q * 2
+            for e = 0, 1 do
+              if c + e < N then
+                local old = Cm[{ r, c + e }]
+                local v = alpha * acc[i][j][h * 2 + e] + beta * old:to(f32)
+                Cm[{ r, c + e }] = v
+              end
+            end
+          end
+        end
+      end
+    end
+  end, { name = "gemm_bf16_arch" })
+  local function launch(A, B, Cm, alpha, beta)
+    local m, n = A.shape[1], B.shape[1]
+    return k:launch{ grid = { math.ceil(n / BN), math.ceil(m / BM) }, block = THREADS }(
+      cute.dynamic(A, { index_bits = 32 }), cute.dynamic(B, { index_bits = 32 }),
+      cute.dynamic(Cm, { index_bits = 32 }), cute.Float32(alpha), cute.Float32(beta))
+  end
+  return { kernel = k, launch = launch, cfg = { bm = BM, bn = BN, bk = BK, stages = STAGES, threads = THREADS } }
+end
+
+if CUTE_EXAMPLE_LIB then return { make_gemm = make_gemm } end
+
+local g = make_gemm()
+if not ex.gpu() then
+  local spec = function(r, c) return cute.dynamic(cute.tensor_spec({ r, c }, bf16), { index_bits = 32 }) end
+  local res = g.kernel:compile(spec(M_, K_), spec(N_, K_), spec(M_, N_), cute.Float32(1), cute.Float32(0))
+  print(("gemm_bf16_arch: compiled for %s: %d registers, %d spill bytes"):format(res.arch, res.info.regs,
+    res.info.spill_stores or 0))
+  return
+end
+
+assert(K_ % 8 == 0, "K must be a multiple of 8")
+local ha, hb, hc = ex.rand_floats(M_ * K_), ex.rand_floats(N_ * K_), ex.rand_floats(M_ * N_)
+local A = cute.from_host(ha, bf16, { M_, K_ })
+local B = cute.from_host(hb, bf16, { N_, K_ })
+local Cm = cute.from_host(hc, bf16, { M_, N_ })
+-- the reference reads the bf16-rounded inputs
+local ffi = require("ffi")
+local function bf16_to_f32(bits, n)
+  local u = ffi.new("union { uint32_t u; float f; }")
+  local out = ffi.new("float[?]", n)
+  for i = 0, n - 1 do u.u = bit.lshift(bits[i], 16); out[i] = u.f end
+  return out
+end
+local ra, rb, rc0 = bf16_to_f32(A:to_host(), M_ * K_), bf16_to_f32(B:to_host(), N_ * K_), bf16_to_f32(Cm:to_host(), M_ * N_)
+local alpha, beta = 1.5, -0.5
+g.launch(A, B, Cm, alpha, beta)
+local out = bf16_to_f32(Cm:to_host(), M_ * N_)
+local num, den = 0, 0
+local step = math.max(1, math.floor(M_ / 64))
+for i = 0, M_ - 1, step do
+  for j = 0, N_ - 1 do
+    local s = 0
+    for kx = 0, K_ - 1 do s = s + ra[i * K_ + kx] * rb[j * K_ + kx] end
+    local ref = alpha * s + beta * rc0[i * N_ + j]
+    local c = out[i * N_ + j]
+    if c ~= c then num = math.huge end
+    num = num + (c - ref) ^ 2; den = den + ref * ref
+  end
+end
+ex.check("gemm_bf16_arch", math.sqrt(num / den), 1e-2)
+local ms = ex.time_ms(function() g.launch(A, B, Cm, 1, 0) end, 20)
+print(("gemm_bf16_arch %dx%dx%d: %.3f ms, %.1f TFLOP/s"):format(M_, N_, K_, ms, 2 * M_ * N_ * K_ / ms / 1e9))
