@@ -21,6 +21,7 @@ local function make_gemm(cfg)
   local BM, BN, BK = cfg.bm or 128, cfg.bn or 128, 64
   local WM, WN, STAGES = cfg.warps_m or 2, cfg.warps_n or 2, cfg.stages or 4
   local THREADS = 32 * WM * WN
+  local GROUP_M = cfg.group_m or 8
   local TM, TN = BM / WM, BN / WN -- the warp's tile
   local MI, NI = TM / 16, TN / 8   -- m16 and n8 MMA tiles per warp
   assert(TM % 16 == 0 and TN % 16 == 0, "warp tile must be a multiple of 16 x 16")
@@ -31,7 +32,21 @@ local function make_gemm(cfg)
     local M, K = cute.size(A, 0), cute.size(A, 1)
     local N = cute.size(B, 0)
     local t = cute.arch.thread_idx()
-    local bx, by = cute.arch.block_idx()
+    local bx0, by0 = cute.arch.block_idx()
+    -- rasterise in groups of GROUP_M block rows (better L2 reuse of B's tiles)
+    local bx, by = bx0, by0
+    if GROUP_M > 1 then
+      local _, gm = cute.arch.grid_dim()
+      local gn = div(N + (BN - 1), BN)
+      local lin = by0 * gn + bx0
+      local per_group = GROUP_M * gn
+      local grp = div(lin, per_group)
+      local first = grp * GROUP_M
+      local rows = cute.min(gm - first, GROUP_M)
+      local in_grp = lin % per_group
+      by = first + in_grp % rows
+      bx = div(in_grp, rows)
+    end
     local lane, warp = t % 32, div(t, 32)
     local wm, wn = warp % WM, div(warp, WM)
     local sA = cute.make_dynamic_shared_tensor(cute.make_layout(STAGES * A_ST), bf16, 128)
@@ -49,14 +64,14 @@ local function make_gemm(cfg)
       for i in cute.range_constexpr(BM / RSTEP) do
         local r = m0 + lrow + i * RSTEP
         local ok = cute.logical_and(lt(r, M), kin)
-        local src = A:ptr_at({ where(ok, r, 0), where(ok, kcol, 0) })
+        local src = A:ptr_at({ r, kcol }) -- (src-size 0: nothing is read)
         cute.arch.cp_async(sA:ptr_at(stage * A_ST + sw_off + i * RSTEP * BK), src, 16,
           { cache = "cg", src_size = where(ok, 16, 0) })
       end
       for i in cute.range_constexpr(BN / RSTEP) do
         local r = n0 + lrow + i * RSTEP
         local ok = cute.logical_and(lt(r, N), kin)
-        local src = B:ptr_at({ where(ok, r, 0), where(ok, kcol, 0) })
+        local src = B:ptr_at({ r, kcol })
         cute.arch.cp_async(sB:ptr_at(stage * B_ST + sw_off + i * RSTEP * BK), src, 16,
           { cache = "cg", src_size = where(ok, 16, 0) })
       end
@@ -86,29 +101,50 @@ local function make_gemm(cfg)
       load_tile(s, s)
       cute.arch.cp_async_commit_group()
     end
+    -- register double buffer: the fragments of k-block kk + 1 are read from shared
+    -- memory while the MMAs of k-block kk run; the wait and barrier for the next
+    -- k-tile come before the last k-block's MMAs, so its first reads overlap them
+    local af, bfr = { [0] = {}, [1] = {} }, { [0] = {}, [1] = {} }
+    for b = 0, 1 do
+      for i = 0, MI - 1 do af[b][i] = cute.arch.make_fragment_regs(cute.uint32, 4) end
+      for j = 0, NI / 2 - 1 do bfr[b][j] = cute.arch.make_fragment_regs(cute.uint32, 4) end
+    end
+    local function load_frags(buf, stage, kk)
+      local abase, bbase = stage * A_ST + a_row * BK, stage * B_ST + b_row * BK
+      for i = 0, MI - 1 do
+        af[buf][i]:set(cute.arch.ldmatrix(sA:ptr_at(abase + i * 16 * BK + a_k[kk]), { num_matrices = 4 }))
+      end
+      for j = 0, NI / 2 - 1 do
+        bfr[buf][j]:set(cute.arch.ldmatrix(sB:ptr_at(bbase + j * 16 * BK + b_k[kk]), { num_matrices = 4 }))
+      end
+    end
+    cute.arch.cp_async_wait_group(STAGES - 2)
+    cute.arch.sync_threads()
+    load_frags(0, 0, 0)
+    local KB = BK / 16
     for kt in cute.range(ktiles) do
-      cute.arch.cp_async_wait_group(STAGES - 2)
-      cute.arch.sync_threads()
-      -- refill the stage consumed in the previous iteration
-      local nk = kt + (STAGES - 1)
-      if nk < ktiles then load_tile(nk, nk % STAGES) end
-      cute.arch.cp_async_commit_group()
       local st = kt % STAGES
-      local abase, bbase = st * A_ST + a_row * BK, st * B_ST + b_row * BK
-      for kk in cute.range_constexpr(BK / 16) do
-        local af, bfr = {}, {}
-        for i = 0, MI - 1 do
-          af[i] = cute.arch.ldmatrix(sA:ptr_at(abase + i * 16 * BK + a_k[kk]), { num_matrices = 4 })
+      for kk in cute.range_constexpr(KB) do
+        if kk == KB - 1 then
+          cute.arch.cp_async_wait_group(STAGES - 2)
+          cute.arch.sync_threads()
+          load_frags((kk + 1) % 2, (kt + 1) % STAGES, 0)
+        else
+          load_frags((kk + 1) % 2, st, kk + 1)
         end
-        for j = 0, NI / 2 - 1 do
-          bfr[j] = cute.arch.ldmatrix(sB:ptr_at(bbase + j * 16 * BK + b_k[kk]), { num_matrices = 4 })
+        if kk == 0 then
+          -- refill the stage consumed in the previous k-tile
+          local nk = kt + (STAGES - 1)
+          if nk < ktiles then load_tile(nk, nk % STAGES) end
+          cute.arch.cp_async_commit_group()
         end
+        local a, b = af[kk % 2], bfr[kk % 2]
         for i = 0, MI - 1 do
           for j = 0, NI - 1 do
             local b2 = cute.arch.make_fragment_regs(cute.uint32, 2)
-            local src = bfr[div(j, 2)]
+            local src = b[div(j, 2)]
             b2[0] = src[(j % 2) * 2]; b2[1] = src[(j % 2) * 2 + 1]
-            mma(acc[i][j], af[i], b2, acc[i][j])
+            mma(acc[i][j], a[i], b2, acc[i][j])
           end
         end
       end
@@ -146,7 +182,9 @@ end
 
 if CUTE_EXAMPLE_LIB then return { make_gemm = make_gemm } end
 
-local g = make_gemm()
+local g = make_gemm{ bm = tonumber(os.getenv("BM")), bn = tonumber(os.getenv("BN")),
+  warps_m = tonumber(os.getenv("WM")), warps_n = tonumber(os.getenv("WN")), stages = tonumber(os.getenv("STAGES")),
+  group_m = tonumber(os.getenv("GROUP_M")) }
 if not ex.gpu() then
   local spec = function(r, c) return cute.dynamic(cute.tensor_spec({ r, c }, bf16), { index_bits = 32 }) end
   local res = g.kernel:compile(spec(M_, K_), spec(N_, K_), spec(M_, N_), cute.Float32(1), cute.Float32(0))
@@ -173,7 +211,7 @@ local alpha, beta = 1.5, -0.5
 g.launch(A, B, Cm, alpha, beta)
 local out = bf16_to_f32(Cm:to_host(), M_ * N_)
 local num, den = 0, 0
-local step = math.max(1, math.floor(M_ / 64))
+local step = math.max(1, math.floor(M_ / (tonumber(os.getenv("CHECK_ROWS")) or 64)))
 for i = 0, M_ - 1, step do
   for j = 0, N_ - 1 do
     local s = 0

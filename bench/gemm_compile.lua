@@ -1,0 +1,36 @@
+-- bench/gemm_compile.lua: the bf16 GEMM's compile time from a cold process:
+-- trace -> IR -> LLVM -> PTX -> cubin (ptxas, or the driver's JIT) -> loaded.
+--   cuteluajit bench/gemm_compile.lua [ptxas|jit]   (run each in a fresh process;
+--   CUDA_CACHE_DISABLE=1 keeps the driver's own cache out of the JIT figure)
+-- Target (issue 10): <= 150 ms; Triton's first matmul call: 589 ms.
+local t0 = require("cute").now_us()
+local cute = require("cute")
+local here = (arg[0]:match("(.*/)") or "./")
+local mode = arg[1] or "ptxas"
+arg = { [0] = here .. "../examples/gemm_bf16_arch.lua" }
+CUTE_EXAMPLE_LIB = true
+local m = dofile(arg[0])
+CUTE_EXAMPLE_LIB = nil
+local g = m.make_gemm{ bm = 128, bn = 256, warps_m = 2, warps_n = 4, stages = 4 }
+local k = g.kernel:with{ use_ptxas = mode == "ptxas" }
+local dyn = function(t) return cute.dynamic(t, { index_bits = 32 }) end
+local have_gpu = cute.available()
+local n = 512
+local A = have_gpu and cute.zeros({ n, n }, cute.bfloat16) or cute.tensor_spec({ n, n }, cute.bfloat16)
+local t1 = cute.now_us()
+local res
+if have_gpu then
+  k:entry(dyn(A), dyn(A), dyn(A), cute.Float32(1), cute.Float32(0))
+else
+  res = k:compile(dyn(A), dyn(A), dyn(A), cute.Float32(1), cute.Float32(0))
+end
+local t2 = cute.now_us()
+print(("gemm compile (%s%s): %.1f ms trace -> loaded (%.1f ms including require \"cute\" and the example)")
+  :format(mode, have_gpu and "" or ", no GPU: up to the cubin", (t2 - t1) / 1e3, (t2 - t0) / 1e3))
+if res then
+  local parts = {}
+  for _, s in ipairs({ "verify", "lower", "optimise", "emit_ptx", "assemble" }) do
+    if res.times[s] then parts[#parts + 1] = ("%s %.1f"):format(s, res.times[s] / 1e3) end
+  end
+  print("  stages (ms): " .. table.concat(parts, ", "))
+end

@@ -1,0 +1,67 @@
+-- bench/gemm_tc.lua: tensor-core benchmarks (issue 10) against the baselines
+-- bench/tc_baselines.py measured on the same GPU in the same run.
+--   cuteluajit bench/gemm_tc.lua tc_baselines.json [sizes...]
+-- Each line: our TFLOP/s (TOP/s for int8), the baseline, the ratio, the target.
+-- Timing: bench/timing.lua (warm >= 200 ms, L2 flushed, medians).
+local cute = require("cute")
+local here = (arg[0]:match("(.*/)") or "./")
+local ex = dofile(here .. "../examples/common.lua")
+local timing = dofile(here .. "timing.lua")
+
+if not cute.available() then
+  print("bench/gemm_tc.lua needs a GPU: " .. select(2, cute.available()))
+  return
+end
+local base = {}
+if arg[1] then
+  local f = io.open(arg[1])
+  if f then
+    for k, v in f:read("*a"):gmatch('"([%w_]+)"%s*:%s*([%d%.eE+-]+)') do base[k] = tonumber(v) end
+    f:close()
+  end
+end
+local sizes = {}
+for i = 2, #arg do sizes[#sizes + 1] = tonumber(arg[i]) end
+if #sizes == 0 then sizes = { 4096, 8192 } end
+
+local dev = cute.device(0)
+print(("device: %s, %d SMs, cc %d.%d"):format(dev.name, dev.sm_count, dev.cc[1], dev.cc[2]))
+print(("%-40s %10s  %-24s %10s %8s  %s"):format("benchmark", "ours", "baseline", "baseline", "ratio", "target"))
+local function row(name, ours, bname, bval, target)
+  print(("%-40s %10.1f  %-24s %10s %8s  %s"):format(name, ours, bname, bval and ("%.1f"):format(bval) or "-",
+    bval and ("%.3fx"):format(ours / bval) or "-", target or ""))
+  io.stdout:flush()
+end
+
+local function lib(name)
+  local saved = arg
+  arg = { [0] = here .. "../examples/" .. name .. ".lua" }
+  CUTE_EXAMPLE_LIB = true
+  local m = dofile(arg[0])
+  CUTE_EXAMPLE_LIB = nil
+  arg = saved
+  return m
+end
+
+local tm = timing.new()
+local function tflops(label, n, fn)
+  local r = tm:time(label, fn)
+  return 2 * n ^ 3 / r.ms.median / 1e9
+end
+
+-- bf16 GEMM, cute.arch version, C = A B^T (K-major A and B), the best tile of the sweep
+local arch = lib("gemm_bf16_arch")
+for _, n in ipairs(sizes) do
+  local A = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
+  local B = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
+  local Cm = cute.zeros({ n, n }, cute.bfloat16)
+  for _, cfg in ipairs({ { bm = 128, bn = 256, warps_m = 2, warps_n = 4, stages = 4 },
+                         { bm = 128, bn = 128, warps_m = 2, warps_n = 2, stages = 3 } }) do
+    local g = arch.make_gemm(cfg)
+    local t = tflops("arch", n, function() g.launch(A, B, Cm, 1, 0) end)
+    local label = ("bf16 %d^3 arch %dx%dx64 s%d"):format(n, cfg.bm, cfg.bn, cfg.stages)
+    row(label, t, "cuBLAS (torch.matmul)", base["bf16_" .. n], ">= 0.6x")
+    if cfg.bm == 128 and cfg.bn == 128 then row(label, t, "Triton 128x128x64 s4", base["triton_bf16_" .. n], ">= 1.0x") end
+  end
+  A:free(); B:free(); Cm:free()
+end
