@@ -1,5 +1,6 @@
 -- Tiled SGEMM, C = A * B (fp32, row-major): a 128x128 block tile staged through
--- shared memory in steps of BK = 8, 256 threads each accumulating an 8x8 block
+-- shared memory in steps of BK = 8 (two stages: the next k-tile is fetched into registers
+-- while this one is computed), 256 threads each accumulating an 8x8 block
 -- of C in registers (register blocking); 16-byte global and shared accesses.
 -- A's tile is stored transposed (m contiguous) so every inner-loop read is a
 -- conflict-free float4.
@@ -19,27 +20,41 @@ local sgemm = cute.kernel(function(A, B, C)
   local gA = cute.local_tile(A, { BM, BK }, { by, _ }) -- (BM, BK, k-tiles)
   local gB = cute.local_tile(B, { BK, BN }, { _, bx }) -- (BK, BN, k-tiles)
   local gC = cute.local_tile(C, { BM, BN }, { by, bx }) -- (BM, BN)
-  local sA = cute.make_shared_tensor(cute.make_layout({ BM, BK }, { 1, BM }), f32) -- m contiguous
-  local sB = cute.make_shared_tensor(cute.make_layout({ BK, BN }, { BN, 1 }), f32) -- n contiguous
+  -- two stages of shared memory: while the block computes on one k-tile, the
+  -- next one is read from global memory into registers and then stored to the
+  -- other stage, so one barrier per k-tile suffices
+  local sA = cute.make_shared_tensor(cute.make_layout({ BM, BK, 2 }, { 1, BM, BM * BK }), f32) -- m contiguous
+  local sB = cute.make_shared_tensor(cute.make_layout({ BK, BN, 2 }, { BN, 1, BN * BK }), f32) -- n contiguous
   -- 8x8 accumulators, row-major; columns grouped as (4, 2) so acc[{i, {_, h}}] is one float4
   local acc = cute.make_fragment(cute.make_layout({ 8, { 4, 2 } }, { 8, { 1, 4 } }), f32)
   acc:fill(0.0)
   local ra = cute.make_fragment(cute.make_layout({ 4, 2 }), f32) -- rows ty*4+i and 64+ty*4+i
   local rb = cute.make_fragment(cute.make_layout({ 4, 2 }), f32)
   local va = cute.make_fragment(4, f32)
+  local vb = cute.make_fragment(4, f32)
   local tx, ty = t % 16, cute.div(t, 16)
   -- global -> shared loaders: A as 128 rows x 2 float4, B as 8 rows x 32 float4
   local a_row, a_vec = cute.div(t, 2), t % 2
   local b_row, b_vec = cute.div(t, 32), t % 32
-  local sB_dst = cute.zipped_divide(sB[{ b_row, _ }], { 4 })[{ _, b_vec }]
-  for kt in cute.range(cute.size(gA, 2)) do
+  local function fetch(kt)
     cute.copy(cute.zipped_divide(gA[{ a_row, _, kt }], { 4 })[{ _, a_vec }], va)
-    for j in cute.range_constexpr(4) do sA[{ a_row, a_vec * 4 + j }] = va[j] end
-    cute.copy(cute.zipped_divide(gB[{ b_row, _, kt }], { 4 })[{ _, b_vec }], sB_dst)
-    cute.arch.sync_threads()
+    cute.copy(cute.zipped_divide(gB[{ b_row, _, kt }], { 4 })[{ _, b_vec }], vb)
+  end
+  local function stash(st)
+    for j in cute.range_constexpr(4) do sA[{ a_row, a_vec * 4 + j, st }] = va[j] end
+    cute.copy(vb, cute.zipped_divide(sB[{ b_row, _, st }], { 4 })[{ _, b_vec }])
+  end
+  local ntiles = cute.size(gA, 2)
+  fetch(0)
+  stash(0)
+  cute.arch.sync_threads()
+  for kt in cute.range(ntiles) do
+    local st = kt % 2
+    local more = kt + 1 < ntiles
+    if more then fetch(kt + 1) end
     for k in cute.range_constexpr(BK) do
-      local colA = cute.zipped_divide(sA[{ _, k }], { 4 }) -- (4, 32) float4 groups of rows
-      local rowB = cute.zipped_divide(sB[{ k, _ }], { 4 })
+      local colA = cute.zipped_divide(sA[{ _, k, st }], { 4 }) -- (4, 32) float4 groups of rows
+      local rowB = cute.zipped_divide(sB[{ k, _, st }], { 4 })
       cute.copy(colA[{ _, ty }], ra[{ _, 0 }]); cute.copy(colA[{ _, ty + 16 }], ra[{ _, 1 }])
       cute.copy(rowB[{ _, tx }], rb[{ _, 0 }]); cute.copy(rowB[{ _, tx + 16 }], rb[{ _, 1 }])
       for i in cute.range_constexpr(8) do
@@ -48,6 +63,7 @@ local sgemm = cute.kernel(function(A, B, C)
         end
       end
     end
+    if more then stash(1 - st) end
     cute.arch.sync_threads()
   end
   -- write the 8x8 block: rows (ty*4 + i | 64 + ty*4 + i), columns in two float4s
