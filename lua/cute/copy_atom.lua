@@ -314,6 +314,9 @@ function TiledCopy.get_layoutS_TV(t) return tiled_trg(t, t.atom.layout_src_tv) e
 function TiledCopy.get_layoutD_TV(t) return tiled_trg(t, t.atom.layout_dst_tv) end
 -- tiled_copy:get_slice(t) -> ThrCopy (partition_S / partition_D): cute.copy_partition
 function TiledCopy.get_slice(t, idx) return require("cute.copy_partition").get_slice(t, idx) end
+TiledCopy.get_thr_slice = TiledCopy.get_slice
+-- tiled_copy:retile(frag): the fragment in the atoms' value order (cute.copy_matrix)
+function TiledCopy.retile(t, x) return require("cute.copy_matrix").retile(t, x, "TiledCopy:retile") end
 local tiled_props = { layout_src_tv_tiled = TiledCopy.get_layoutS_TV, layout_dst_tv_tiled = TiledCopy.get_layoutD_TV }
 local tc_index = TiledCopy.__index
 TiledCopy.__index = function(o, k)

@@ -60,16 +60,28 @@ local function make_reg(shape, dtype, what)
       "smaller tile)", ten.describe(shape), n, cf.C.CUTE_ARR_MAX)
   end
   local frag = nvgpu_arch().make_fragment_regs(dt.dtypes[dtype], n)
-  return setmetatable({ _frag = frag, _shape = shape, _stride = L:stride(), _n = n, _dtype = dtype }, reg_mt)
+  return setmetatable({ _frag = frag, _shape = shape, _stride = L:stride(), _off = 0, _n = n, _dtype = dtype, _compact = true },
+    reg_mt)
 end
 M.make_reg = make_reg
+
+-- a view of r's registers through another static layout (shape, stride) at
+-- register offset off (a slice, or a TiledCopy's retile): element i of the
+-- view is register off + (shape:stride)(i) of r's fragment
+local function reg_view(r, shape, stride, off)
+  local n = ten.tsize(shape)
+  return setmetatable({ _frag = r._frag, _shape = shape, _stride = stride, _off = off, _n = n,
+    _dtype = r._dtype }, reg_mt)
+end
+M.reg_view = reg_view
 
 local function reg_index(r, c)
   if type(c) == "number" then
     if c % 1 ~= 0 or c < 0 or c >= r._n then
       failf("register tensor", "index %s is out of range 0..%d", tostring(c), r._n - 1)
     end
-    return c
+    if r._compact then return c end
+    return r._off + ten.crd2idx(c, r._shape, r._stride)
   end
   if type(c) ~= "table" or tr.is_value(c) then
     failf("register tensor", "index %s: registers are indexed by Lua integers (or tables of them) only",
@@ -79,18 +91,28 @@ local function reg_index(r, c)
   if type(i) ~= "number" then
     failf("register tensor", "coordinate %s: registers are indexed by Lua integers only", ten.describe(c))
   end
-  return i
+  return r._off + i
+end
+
+-- r[{_, _, k}]: the view of the modes at '_' (cute.layout's slice_and_offset)
+local function reg_slice(r, c)
+  local ok, L, off = pcall(layout.slice_and_offset, c, layout.make_layout(r._shape, r._stride))
+  if not ok then
+    failf("register tensor", "slice %s does not fit the shape %s", ten.describe(c), ten.describe(r._shape))
+  end
+  return reg_view(r, L:shape(), L:stride(), r._off + off)
 end
 
 reg_mt.__index = function(r, k)
   if type(k) == "string" then
     if RegTensor[k] then return RegTensor[k] end
     if k == "shape" then return rawget(r, "_shape") end
-    if k == "layout" then return layout.make_layout(rawget(r, "_shape")) end
+    if k == "layout" then return layout.make_layout(rawget(r, "_shape"), rawget(r, "_stride")) end
     if k == "dtype" or k == "element_type" then return dt.dtypes[rawget(r, "_dtype")] end
     if k == "fragment" then return rawget(r, "_frag") end
     return nil
   end
+  if type(k) == "table" and ten.has_under(k) then return reg_slice(r, k) end
   return rawget(r, "_frag")[reg_index(r, k)]
 end
 reg_mt.__newindex = function(r, k, v)
@@ -106,7 +128,7 @@ function RegTensor.size(r) return r._n end
 function RegTensor.load(r) return require("cute.tensor_ssa").load(r, "register tensor:load") end
 function RegTensor.store(r, v) return require("cute.tensor_ssa").store(r, v, "register tensor:store") end
 function RegTensor.fill(r, v)
-  for i = 0, r._n - 1 do r._frag[i] = v end
+  for i = 0, r._n - 1 do r[i] = v end
 end
 
 -- cute.copy(src, dst) with a register tensor on either side: element i of
