@@ -51,11 +51,9 @@ local function retile_layout(tc, L, what, shown)
       layout.make_layout(aval))
     local tile = { V }
     for i = 0, layout.rank(frg_mn) - 1 do tile[#tile + 1] = layout.size(layout.get(frg_mn, i)) end
-    -- a tensor of fewer modes than the tile: the missing ones must be 1
-    while #tile > R and tile[#tile] == 1 do tile[#tile] = nil end
     if #tile > R then
-      return nil, ("has rank %d; the TiledCopy needs (values, %s) modes (its tile %s holds more than the first %d values of a thread)")
-        :format(R, table.concat(tile, ",", 2), table.concat(tc.tiler_mn, "x"), V)
+      return nil, ("has rank %d: retile needs a tensor (values, %s, ...) of rank %d or more (a whole fragment, " ..
+        "sliced after retiling)"):format(R, #tile == 3 and "M, N" or "modes", #tile)
     end
     for i = 1, #tile do
       local n = layout.size(layout.get(L, i - 1))

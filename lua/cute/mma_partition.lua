@@ -60,8 +60,8 @@ local function make_reg(shape, dtype, what)
       "smaller tile)", ten.describe(shape), n, cf.C.CUTE_ARR_MAX)
   end
   local frag = nvgpu_arch().make_fragment_regs(dt.dtypes[dtype], n)
-  return setmetatable({ _frag = frag, _shape = shape, _stride = L:stride(), _off = 0, _n = n, _dtype = dtype, _compact = true },
-    reg_mt)
+  return setmetatable({ _frag = frag, _shape = shape, _stride = L:stride(), _off = 0, _n = n, _dtype = dtype,
+    _compact = true }, reg_mt)
 end
 M.make_reg = make_reg
 
@@ -150,6 +150,17 @@ function M.copy(src, dst)
   for i = 0, n - 1 do dst[i] = src[i] end
 end
 reg_mt.__copy = M.copy
+-- cute.make_fragment_like(r [, dtype]): a register tensor of r's shape (compact), r's dtype or dtype
+reg_mt.__fragment_like = function(r, dtype)
+  local name = r._dtype
+  if dtype ~= nil then
+    name = type(dtype) == "table" and dtype.name or dtype
+    if type(name) ~= "string" or dt.dtypes[name] == nil then
+      failf("cute.make_fragment_like", "%s is not a dtype (cute.bfloat16, cute.float32...)", tostring(dtype))
+    end
+  end
+  return make_reg(r._shape, name, "cute.make_fragment_like")
+end
 
 ----------------------------------------------------------------------------
 -- ThrMMA: get_slice, partition_A/B/C, make_fragment_A/B/C
