@@ -13,6 +13,7 @@
 --   cute.make_tiled_copy_tv(atom, thr_layout, val_layout) -> TiledCopy: size,
 --        tiler_mn, layout_tv_tiled
 --   cute.make_tiled_copy_A / _B / _C(atom, tiled_mma)
+--   tiled_copy:get_slice(t) (cute.copy_partition), tiled_copy:retile(x) (cute.copy_matrix)
 --
 -- The bit layouts are those of cute/atom/copy_traits.hpp, copy_traits_sm75.hpp,
 -- copy_traits_sm80.hpp and copy_traits_sm90.hpp; the element layouts are

@@ -9,7 +9,9 @@
 --        group of num_bits_per_copy bits (colexicographic order of src / dst);
 --        p[g] (g = 0, 1, ...: the group's index) a Lua boolean or traced
 --        condition: a false one skips a universal copy, and makes a cp.async
---        copy zero-fill its destination (src-size 0)
+--        copy zero-fill its destination (src-size 0); ldmatrix / stmatrix
+--        atoms (no pred) go to cute.copy_matrix
+--   thr:retile(frag) / retile_S / retile_D: cute.copy_matrix
 --
 -- CPY = (atom values, values of the atom repeated in a thread); a predicate
 -- per group is one per element of (CPY's second mode, CPY_M, CPY_N) when
