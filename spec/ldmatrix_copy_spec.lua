@@ -130,6 +130,10 @@ describe("retile", function()
       local v = tc:retile(fA)[{ _, _, 1 }]
       assert.are.equal("((8,1),2):((1,0),8)", tostring(v.layout))
       assert.are.equal(16, v:size())
+      -- a local-memory fragment (cute.make_fragment) retiles to a tensor of the same memory
+      local lf = cute.make_fragment(cute.make_layout({ 4, 4, 2 }), bf16)
+      local lv = cute.make_tiled_copy_B(atom(LdM, false, 4), tmp):retile(lf)
+      assert.are.equal("tensor<bf16, local, ((8,1),2,2):((1,0),8,16)>", tostring(lv))
     end)
   end)
 
@@ -145,6 +149,9 @@ describe("retile", function()
       check_model(cute.make_tiled_copy_A(atom(LdM, false, 4), tm), tm, "A", sA)
       check_model(cute.make_tiled_copy_A(atom(LdM, false, 4), tmp), tmp, "A", sA)
       check_model(cute.make_tiled_copy_A(atom(LdM, true, 4), tm), tm, "A", sAm)
+      check_model(cute.make_tiled_copy_B(atom(LdM, false, 1), tm), tm, "B", sBk)
+      check_model(cute.make_tiled_copy_B(atom(LdM, true, 1), tm), tm, "B", sBn)
+      check_model(cute.make_tiled_copy_A(atom(LdM, false, 2), tm), tm, "A", sA)
       check_model(cute.make_tiled_copy_B(atom(LdM, false, 2), tm), tm, "B", sBk)
       check_model(cute.make_tiled_copy_B(atom(LdM, false, 4), tmp), tmp, "B", sBk)
       check_model(cute.make_tiled_copy_B(atom(LdM, true, 2), tm), tm, "B", sBn)
@@ -290,6 +297,14 @@ describe("ldmatrix / stmatrix copy errors", function()
       local f = tm:get_slice(0):partition_fragment_B(sB)[{ _, 0, _ }]   -- ((2,2),2): one n-atom
       tcB:get_slice(0):retile(f) -- <E9>
     end) end, "ThrCopy:retile: the tensor register tensor<bfloat16, ((2,2),2)>", "has rank 2: retile needs a tensor (values, M, N, ...) of rank 3")
+    expect_at("E11", function() run(function()
+      local sA = smem()
+      local thr = tcA:get_slice(cute.arch.thread_idx())
+      local v = thr:retile(tm:get_slice(0):partition_fragment_A(sA))
+      for k in cute.range(2) do
+        local _ = v[{ _, _, k }] -- <E11>
+      end
+    end) end, "register tensor: slice (_,_,i32): registers are indexed by Lua integers only")
     expect_at("E10", function() run(function()
       tcA:get_slice(0):retile(42) -- <E10>
     end) end, "ThrCopy:retile: number 42 is not a register tensor")

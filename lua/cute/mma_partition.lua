@@ -95,7 +95,18 @@ local function reg_index(r, c)
 end
 
 -- r[{_, _, k}]: the view of the modes at '_' (cute.layout's slice_and_offset)
+local function traced_in(c)
+  if tr.is_value(c) or tr.is_var(c) then return true end
+  if type(c) == "table" and not rawequal(c, _) then
+    for i = 1, #c do if traced_in(c[i]) then return true end end
+  end
+  return false
+end
 local function reg_slice(r, c)
+  if traced_in(c) then
+    failf("register tensor", "slice %s: registers are indexed by Lua integers only (loop with a Lua for, or " ..
+      "cute.range_constexpr)", ten.describe(c))
+  end
   local ok, L, off = pcall(layout.slice_and_offset, c, layout.make_layout(r._shape, r._stride))
   if not ok then
     failf("register tensor", "slice %s does not fit the shape %s", ten.describe(c), ten.describe(r._shape))
