@@ -427,7 +427,7 @@ describe("cute.copy with a universal-copy atom", function()
     at(trace(function(A)
       cute.copy(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(false, 1), f16), cute.local_tile(A, { 8 }, { 0 }),
         cute.make_fragment(cute.make_layout(8), f16))
-    end), "LdMatrix8x8x16bOp atoms are not lowered by cute.copy yet", "cute.arch.ldmatrix")
+    end), "src is in global memory; ldmatrix.sync.aligned.m8n8.x1.shared.b16 reads shared memory only")
   end)
 
   util.gpu_it("256 threads copy 4 f32 (128 bits) and 8 uint16 (128 bits) per thread through registers", function()

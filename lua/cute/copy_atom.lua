@@ -13,6 +13,7 @@
 --   cute.make_tiled_copy_tv(atom, thr_layout, val_layout) -> TiledCopy: size,
 --        tiler_mn, layout_tv_tiled
 --   cute.make_tiled_copy_A / _B / _C(atom, tiled_mma)
+--   tiled_copy:get_slice(t) (cute.copy_partition), tiled_copy:retile(x) (cute.copy_matrix)
 --
 -- The bit layouts are those of cute/atom/copy_traits.hpp, copy_traits_sm75.hpp,
 -- copy_traits_sm80.hpp and copy_traits_sm90.hpp; the element layouts are
@@ -314,6 +315,9 @@ function TiledCopy.get_layoutS_TV(t) return tiled_trg(t, t.atom.layout_src_tv) e
 function TiledCopy.get_layoutD_TV(t) return tiled_trg(t, t.atom.layout_dst_tv) end
 -- tiled_copy:get_slice(t) -> ThrCopy (partition_S / partition_D): cute.copy_partition
 function TiledCopy.get_slice(t, idx) return require("cute.copy_partition").get_slice(t, idx) end
+TiledCopy.get_thr_slice = TiledCopy.get_slice
+-- tiled_copy:retile(frag): the fragment in the atoms' value order (cute.copy_matrix)
+function TiledCopy.retile(t, x) return require("cute.copy_matrix").retile(t, x, "TiledCopy:retile") end
 local tiled_props = { layout_src_tv_tiled = TiledCopy.get_layoutS_TV, layout_dst_tv_tiled = TiledCopy.get_layoutD_TV }
 local tc_index = TiledCopy.__index
 TiledCopy.__index = function(o, k)

@@ -9,7 +9,9 @@
 --        group of num_bits_per_copy bits (colexicographic order of src / dst);
 --        p[g] (g = 0, 1, ...: the group's index) a Lua boolean or traced
 --        condition: a false one skips a universal copy, and makes a cp.async
---        copy zero-fill its destination (src-size 0)
+--        copy zero-fill its destination (src-size 0); ldmatrix / stmatrix
+--        atoms (no pred) go to cute.copy_matrix
+--   thr:retile(frag) / retile_S / retile_D: cute.copy_matrix
 --
 -- CPY = (atom values, values of the atom repeated in a thread); a predicate
 -- per group is one per element of (CPY's second mode, CPY_M, CPY_N) when
@@ -92,6 +94,10 @@ local function partition(thr, which, T)
 end
 function ThrCopy.partition_S(thr, T) return partition(thr, "S", T) end
 function ThrCopy.partition_D(thr, T) return partition(thr, "D", T) end
+-- thr:retile(frag) (CuTe's retile_S / retile_D, the same map): cute.copy_matrix
+function ThrCopy.retile(thr, T) return require("cute.copy_matrix").retile(thr.tiled_copy, T, "ThrCopy:retile") end
+function ThrCopy.retile_S(thr, T) return require("cute.copy_matrix").retile(thr.tiled_copy, T, "ThrCopy:retile_S") end
+function ThrCopy.retile_D(thr, T) return require("cute.copy_matrix").retile(thr.tiled_copy, T, "ThrCopy:retile_D") end
 
 ----------------------------------------------------------------------------
 -- cute.copy(atom or tiled copy, src, dst, {pred = p})
@@ -129,8 +135,14 @@ function M.copy(atom, src, dst, opts)
   local pred = opts.pred
   local kind = atom.op.kind
   if pred == nil and kind == "universal" then return ca.copy(atom, src, dst) end
+  if kind == "ldmatrix" or kind == "stmatrix" then
+    if pred ~= nil then
+      failf(F, "pred: %s is a warp-wide instruction and cannot be predicated per copy", atom.instruction)
+    end
+    return require("cute.copy_matrix").copy(atom, src, dst, F)
+  end
   if kind ~= "universal" and kind ~= "cp.async" then
-    failf(F, "%s atoms are not lowered by cute.copy yet: call cute.arch.%s in the kernel", atom.op.op_name, kind)
+    failf(F, "%s atoms are not lowered by cute.copy yet", atom.op.op_name)
   end
   for _, x in ipairs({ { "src", src }, { "dst", dst } }) do
     local T = x[2]

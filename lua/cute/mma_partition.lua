@@ -60,16 +60,28 @@ local function make_reg(shape, dtype, what)
       "smaller tile)", ten.describe(shape), n, cf.C.CUTE_ARR_MAX)
   end
   local frag = nvgpu_arch().make_fragment_regs(dt.dtypes[dtype], n)
-  return setmetatable({ _frag = frag, _shape = shape, _stride = L:stride(), _n = n, _dtype = dtype }, reg_mt)
+  return setmetatable({ _frag = frag, _shape = shape, _stride = L:stride(), _off = 0, _n = n, _dtype = dtype,
+    _compact = true }, reg_mt)
 end
 M.make_reg = make_reg
+
+-- a view of r's registers through another static layout (shape, stride) at
+-- register offset off (a slice, or a TiledCopy's retile): element i of the
+-- view is register off + (shape:stride)(i) of r's fragment
+local function reg_view(r, shape, stride, off)
+  local n = ten.tsize(shape)
+  return setmetatable({ _frag = r._frag, _shape = shape, _stride = stride, _off = off, _n = n,
+    _dtype = r._dtype }, reg_mt)
+end
+M.reg_view = reg_view
 
 local function reg_index(r, c)
   if type(c) == "number" then
     if c % 1 ~= 0 or c < 0 or c >= r._n then
       failf("register tensor", "index %s is out of range 0..%d", tostring(c), r._n - 1)
     end
-    return c
+    if r._compact then return c end
+    return r._off + ten.crd2idx(c, r._shape, r._stride)
   end
   if type(c) ~= "table" or tr.is_value(c) then
     failf("register tensor", "index %s: registers are indexed by Lua integers (or tables of them) only",
@@ -79,18 +91,39 @@ local function reg_index(r, c)
   if type(i) ~= "number" then
     failf("register tensor", "coordinate %s: registers are indexed by Lua integers only", ten.describe(c))
   end
-  return i
+  return r._off + i
+end
+
+-- r[{_, _, k}]: the view of the modes at '_' (cute.layout's slice_and_offset)
+local function traced_in(c)
+  if tr.is_value(c) or tr.is_var(c) then return true end
+  if type(c) == "table" and not rawequal(c, _) then
+    for i = 1, #c do if traced_in(c[i]) then return true end end
+  end
+  return false
+end
+local function reg_slice(r, c)
+  if traced_in(c) then
+    failf("register tensor", "slice %s: registers are indexed by Lua integers only (loop with a Lua for, or " ..
+      "cute.range_constexpr)", ten.describe(c))
+  end
+  local ok, L, off = pcall(layout.slice_and_offset, c, layout.make_layout(r._shape, r._stride))
+  if not ok then
+    failf("register tensor", "slice %s does not fit the shape %s", ten.describe(c), ten.describe(r._shape))
+  end
+  return reg_view(r, L:shape(), L:stride(), r._off + off)
 end
 
 reg_mt.__index = function(r, k)
   if type(k) == "string" then
     if RegTensor[k] then return RegTensor[k] end
     if k == "shape" then return rawget(r, "_shape") end
-    if k == "layout" then return layout.make_layout(rawget(r, "_shape")) end
+    if k == "layout" then return layout.make_layout(rawget(r, "_shape"), rawget(r, "_stride")) end
     if k == "dtype" or k == "element_type" then return dt.dtypes[rawget(r, "_dtype")] end
     if k == "fragment" then return rawget(r, "_frag") end
     return nil
   end
+  if type(k) == "table" and ten.has_under(k) then return reg_slice(r, k) end
   return rawget(r, "_frag")[reg_index(r, k)]
 end
 reg_mt.__newindex = function(r, k, v)
@@ -106,7 +139,7 @@ function RegTensor.size(r) return r._n end
 function RegTensor.load(r) return require("cute.tensor_ssa").load(r, "register tensor:load") end
 function RegTensor.store(r, v) return require("cute.tensor_ssa").store(r, v, "register tensor:store") end
 function RegTensor.fill(r, v)
-  for i = 0, r._n - 1 do r._frag[i] = v end
+  for i = 0, r._n - 1 do r[i] = v end
 end
 
 -- cute.copy(src, dst) with a register tensor on either side: element i of
@@ -128,6 +161,17 @@ function M.copy(src, dst)
   for i = 0, n - 1 do dst[i] = src[i] end
 end
 reg_mt.__copy = M.copy
+-- cute.make_fragment_like(r [, dtype]): a register tensor of r's shape (compact), r's dtype or dtype
+reg_mt.__fragment_like = function(r, dtype)
+  local name = r._dtype
+  if dtype ~= nil then
+    name = type(dtype) == "table" and dtype.name or dtype
+    if type(name) ~= "string" or dt.dtypes[name] == nil then
+      failf("cute.make_fragment_like", "%s is not a dtype (cute.bfloat16, cute.float32...)", tostring(dtype))
+    end
+  end
+  return make_reg(r._shape, name, "cute.make_fragment_like")
+end
 
 ----------------------------------------------------------------------------
 -- ThrMMA: get_slice, partition_A/B/C, make_fragment_A/B/C

@@ -802,6 +802,9 @@ end
 
 function M.make_fragment(layout, dtype) return alloc_tensor("make_fragment", layout, dtype) end
 function M.make_fragment_like(T, dtype)
+  -- a register tensor (cute.mma_partition) makes a register tensor of its shape
+  local mt = type(T) == "table" and getmetatable(T)
+  if mt and mt.__fragment_like then return mt.__fragment_like(T, dtype) end
   if not is_tensor(T) then fail("make_fragment_like: expected a tensor") end
   local L = T.layout
   if not (is_static(L.shape)) then fail("make_fragment_like: the tensor's shape must be static") end
