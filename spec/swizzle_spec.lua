@@ -1,0 +1,477 @@
+-- Swizzles and composed layouts (issue 10 item 3; docs/LAYOUT.md "Swizzles and
+-- composed layouts"): Sw<B,M,S> o offset o L through the layout algebra with
+-- CuTe C++ semantics, checked pointwise against the definitions on many
+-- swizzles and layouts, plus literal values worked out by hand; the smem layout
+-- atoms checked against their definition in bits; shared-memory tensors on
+-- swizzled layouts (addresses in the PTX, traced xor, vector widths capped at
+-- the swizzle's base) and, on a GPU, a write through the swizzle read back raw.
+local cute = require("cute")
+local bit = require("bit")
+local util = dofile("spec/support/util.lua")
+local gpu_it, has, expect_error = util.gpu_it, util.has, util.expect_error
+local f16, f32, i16, u8, f64 = cute.float16, cute.float32, cute.int16, cute.uint8, cute.float64
+local _ = cute._
+
+-- reference swizzle, written from the definition: bits [M+S, M+S+B) xor'ed
+-- into bits [M, M+B) (S < 0: the other way round)
+local function ref_swizzle(b, m, s, x)
+  if b == 0 or s == 0 then return x end
+  local src, dst = m + s, m      -- S > 0: bits M+S+k into bits M+k
+  if s < 0 then src, dst = m, m - s end
+  local y = x
+  for k = 0, b - 1 do
+    if math.floor(x / 2 ^ (src + k)) % 2 == 1 then
+      local cur = math.floor(y / 2 ^ (dst + k)) % 2
+      y = y + (cur == 1 and -1 or 1) * 2 ^ (dst + k)
+    end
+  end
+  return y
+end
+local function idiv(a, b) return math.floor(a / b) end
+
+-- deterministic pseudo-random integers
+local seed = 7
+local function rnd(n)
+  seed = (seed * 1103515245 + 12345) % 2147483648
+  return seed % n
+end
+
+-- a spread of layouts (as {shape, stride}) and swizzles
+local LAYOUTS = {
+  { { 8, 64 }, { 64, 1 } }, { { 64, 8 }, { 1, 64 } }, { { 16, 16 }, { 1, 16 } },
+  { { { 4, 2 }, 32 }, { { 32, 128 }, 1 } }, { { 8, 8, 4 }, { 8, 1, 64 } }, { 128, 1 },
+  { { 32, 4 }, { 4, 1 } },
+}
+local SWIZZLES = { { 3, 3, 3 }, { 2, 3, 3 }, { 1, 3, 3 }, { 3, 4, 3 }, { 2, 0, 2 }, { 2, 2, 4 }, { 1, 1, -2 }, { 0, 3, 3 } }
+
+local function composed_cases()
+  local out = {}
+  for li, l in ipairs(LAYOUTS) do
+    for si, s in ipairs(SWIZZLES) do
+      if (li + si) % 2 == 0 or li == 1 then
+        local off = ({ 0, 0, 64, 8, 1024 })[(li * 3 + si) % 5 + 1]
+        out[#out + 1] = cute.make_composed_layout(cute.make_swizzle(s[1], s[2], s[3]), off,
+          cute.make_layout(l[1], l[2]))
+      end
+    end
+  end
+  return out
+end
+
+-- Sw(off + P(i)) for a plain layout P and the swizzle / offset of composed C
+local function outside(C, P, crd)
+  local sw = cute.composed_swizzle(C)
+  return sw(cute.composed_offset(C) + P(crd))
+end
+
+describe("swizzles", function()
+  it("apply the xor of the definition, and are their own inverse", function()
+    for _, s in ipairs({ { 3, 3, 3 }, { 2, 4, 3 }, { 1, 0, 1 }, { 3, 0, 5 }, { 2, 2, -2 }, { 1, 3, -4 } }) do
+      local sw = cute.make_swizzle(s[1], s[2], s[3])
+      for _rep = 1, 300 do
+        local x = rnd(2 ^ 14)
+        assert.are.equal(ref_swizzle(s[1], s[2], s[3], x), sw(x))
+        assert.are.equal(x, sw(sw(x)))
+      end
+    end
+    -- by hand: Sw<3,3,3>(0b111_000_101) = 0b111_000_101 ^ 0b111_000 = 0b111_111_101
+    assert.are.equal(tonumber("111111101", 2), cute.make_swizzle(3, 3, 3)(tonumber("111000101", 2)))
+  end)
+
+  it("right_inverse / left_inverse of a swizzle is the swizzle; composition(Sw, L) is Sw o 0 o L", function()
+    local sw = cute.make_swizzle(2, 3, 3)
+    assert.are.equal(sw, cute.right_inverse(sw))
+    assert.are.equal(sw, cute.left_inverse(sw))
+    local L = cute.make_layout({ 8, 32 }, { 32, 1 })
+    local C = cute.composition(sw, L)
+    assert.are.equal("Sw<2,3,3> o 0 o (8,32):(32,1)", tostring(C))
+    for i = 0, 255 do assert.are.equal(sw(L(i)), C(i)) end
+  end)
+end)
+
+describe("composed layouts through the algebra", function()
+  local cases = composed_cases()
+
+  it("print as CuTe does, and answer size / cosize / shape / rank / depth from the inner layout", function()
+    local C = cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 0, cute.make_layout({ 8, 64 }, { 64, 1 }))
+    assert.are.equal("Sw<3,3,3> o 0 o (8,64):(64,1)", tostring(C))
+    assert.are.equal(C, cute.parse("Sw<3,3,3> o 0 o (8,64):(64,1)"))
+    assert.are.equal(512, cute.size(C))
+    assert.are.equal(512, cute.cosize(C))
+    assert.are.same({ 8, 64 }, cute.shape(C))
+    assert.are.equal(2, cute.rank(C))
+    assert.are.equal(1, cute.depth(C))
+    assert.are.equal("ComposedLayout", C:kind())
+    assert.are.equal("(8,64):(64,1)", tostring(cute.inner_layout(C)))
+  end)
+
+  it("get(C, k) is the mode k of the function", function()
+    for _, C in ipairs(cases) do
+      local r = cute.rank(C)
+      for k = 0, r - 1 do
+        local G = cute.get(C, k)
+        for j = 0, cute.size(G) - 1 do
+          local crd = {}
+          for q = 1, r do crd[q] = 0 end
+          crd[k + 1] = j
+          local want = r == 1 and C(j) or C(crd)
+          assert.are.equal(want, G(j), tostring(C) .. " mode " .. k)
+        end
+      end
+    end
+  end)
+
+  it("composition with a layout: (C o B)(i) == C(B(i)); with a tuple tiler: by mode", function()
+    for _, C in ipairs(cases) do
+      local n = cute.size(C)
+      for _, B in ipairs({ cute.make_layout(idiv(n, 2), 2), cute.make_layout({ 4, idiv(n, 4) }, { idiv(n, 4), 1 }),
+        cute.make_layout({ 2, 2, idiv(n, 4) }, { 1, idiv(n, 2), 2 }) }) do
+        local R = cute.composition(C, B)
+        assert.is_true(cute.is_composed(R))
+        for i = 0, cute.size(B) - 1 do assert.are.equal(C(B(i)), R(i), tostring(C) .. " o " .. tostring(B)) end
+      end
+      if cute.rank(C) == 2 then
+        local s = cute.shape(C)
+        local t0, t1 = math.max(1, idiv(cute.size(s[1]), 2)), math.max(1, idiv(cute.size(s[2]), 2))
+        local R = cute.composition(C, { t0, t1 })
+        for i = 0, t0 - 1 do
+          for j = 0, t1 - 1 do
+            local a = cute.idx2crd(i, s[1]); local b = cute.idx2crd(j, s[2])
+            assert.are.equal(C({ a, b }), R({ i, j }), tostring(R))
+          end
+        end
+      end
+    end
+    assert.are.equal("Sw<3,3,3> o 0 o (4,8):(64,1)",
+      tostring(cute.composition(cute.parse("Sw<3,3,3> o 0 o (8,64):(64,1)"), { 4, 8 })))
+  end)
+
+  it("the divides: tile coordinate i and rest coordinate r of a mode are the mode's i + t*r", function()
+    for _, C in ipairs(cases) do
+      if cute.rank(C) == 2 and cute.depth(C) == 1 then
+        local s = cute.shape(C)
+        local t0, t1 = 2, 4
+        if s[1] % t0 == 0 and s[2] % t1 == 0 then
+          local LD = cute.logical_divide(C, { t0, t1 })
+          local ZD = cute.zipped_divide(C, { t0, t1 })
+          local TD = cute.tiled_divide(C, { t0, t1 })
+          local FD = cute.flat_divide(C, { t0, t1 })
+          for _, R in ipairs({ LD, ZD, TD, FD }) do assert.is_true(cute.is_composed(R)) end
+          for i0 = 0, t0 - 1 do
+            for i1 = 0, t1 - 1 do
+              for r0 = 0, idiv(s[1], t0) - 1 do
+                for r1 = 0, idiv(s[2], t1) - 1 do
+                  local want = C({ i0 + t0 * r0, i1 + t1 * r1 })
+                  assert.are.equal(want, LD({ { i0, r0 }, { i1, r1 } }), tostring(LD))
+                  assert.are.equal(want, ZD({ { i0, i1 }, { r0, r1 } }), tostring(ZD))
+                  assert.are.equal(want, TD({ { i0, i1 }, r0, r1 }), tostring(TD))
+                  assert.are.equal(want, FD({ i0, i1, r0, r1 }), tostring(FD))
+                end
+              end
+            end
+          end
+        end
+      end
+    end
+    assert.are.equal("Sw<3,3,3> o 0 o ((4,8),(2,8)):((64,1),(256,8))",
+      tostring(cute.zipped_divide(cute.parse("Sw<3,3,3> o 0 o (8,64):(64,1)"), { 4, 8 })))
+  end)
+
+  it("the products keep the swizzle outside: R(i) == Sw(off + product(L, B)(i)), mode 0 is C", function()
+    for _, C in ipairs(cases) do
+      local L = cute.inner_layout(C)
+      for _, name in ipairs({ "logical_product", "zipped_product", "tiled_product", "blocked_product",
+        "raked_product" }) do
+        local B = cute.rank(C) == 1 and cute.make_layout(3) or cute.make_layout({ 2, 3 })
+        if name == "logical_product" or name == "zipped_product" or name == "tiled_product" then B = cute.make_layout(3) end
+        local R = cute[name](C, B)
+        local P = cute[name](L, B)
+        assert.is_true(cute.is_composed(R))
+        assert.are.equal(cute.size(C) * cute.size(B), cute.size(R))
+        for i = 0, cute.size(R) - 1 do assert.are.equal(outside(C, P, i), R(i), name .. " " .. tostring(C)) end
+        if name == "logical_product" then
+          for i = 0, cute.size(C) - 1 do assert.are.equal(C(i), R({ i, 0 })) end
+        end
+      end
+    end
+    assert.are.equal("Sw<3,3,3> o 0 o ((8,64),2):((64,1),512)",
+      tostring(cute.logical_product(cute.parse("Sw<3,3,3> o 0 o (8,64):(64,1)"), cute.make_layout(2))))
+  end)
+
+  it("coalesce and filter keep the function on the 1-D index", function()
+    for _, C in ipairs(cases) do
+      local R = cute.coalesce(C)
+      for i = 0, cute.size(C) - 1 do assert.are.equal(C(i), R(i)) end
+    end
+    assert.are.equal("Sw<2,0,2> o 0 o 16:1",
+      tostring(cute.coalesce(cute.parse("Sw<2,0,2> o 0 o (4,4):(1,4)"))))
+  end)
+
+  it("slice drops the slice offset; slice_and_offset folds it into the composed offset", function()
+    for _, C in ipairs(cases) do
+      if cute.rank(C) == 2 then
+        local s = cute.shape(C)
+        local n0 = cute.size(s[1])
+        for _rep = 1, 3 do
+          local i = rnd(n0)
+          local R, off = cute.slice_and_offset({ i, cute._ }, C)
+          local S0 = cute.slice({ i, cute._ }, C)
+          assert.are.equal(0, off)
+          assert.is_true(cute.is_composed(R))
+          for j = 0, cute.size(s[2]) - 1 do
+            assert.are.equal(C({ i, j }), R(j), tostring(R))
+            assert.are.equal(C({ 0, j }), S0(j), tostring(S0))
+          end
+        end
+      end
+    end
+    local R, off = cute.slice_and_offset({ 3, cute._ }, cute.parse("Sw<3,3,3> o 0 o (8,64):(64,1)"))
+    assert.are.equal("Sw<3,3,3> o 192 o (64):(1)", tostring(R))
+    assert.are.equal(0, off)
+  end)
+
+  it("local_tile and local_partition fold their offsets into the composed offset", function()
+    local C = cute.parse("Sw<3,3,3> o 0 o (8,64):(64,1)")
+    local T = cute.local_tile(C, { 4, 16 }, { 1, 2 })
+    assert.is_true(cute.is_composed(T))
+    for i = 0, 3 do
+      for j = 0, 15 do assert.are.equal(C({ 4 + i, 32 + j }), T({ i, j })) end
+    end
+    local P = cute.local_partition(C, cute.make_layout({ 2, 8 }, { 8, 1 }), 5)
+    assert.is_true(cute.is_composed(P))
+    -- thread 5 of a (2,8):(8,1) thread layout is at (0,5): elements (2a, 5 + 8b)
+    for a = 0, 3 do
+      for b = 0, 7 do assert.are.equal(C({ 2 * a, 5 + 8 * b }), P({ a, b })) end
+    end
+  end)
+
+  it("tile_to_shape of an atom covers the shape: a bijection onto [0, size) whose first block is the atom", function()
+    local atom = cute.make_smem_layout_atom(cute.SmemLayoutAtomKind.K_SW128, f16)
+    local R = cute.tile_to_shape(atom, { 128, 64, 3 }, { 1, 2, 3 })
+    assert.is_true(cute.is_composed(R))
+    assert.are.equal(128 * 64 * 3, cute.size(R))
+    local shp = cute.shape(R)
+    assert.are.same({ 128, 64, 3 }, { cute.size(shp[1]), cute.size(shp[2]), cute.size(shp[3]) })
+    local seen, n = {}, 128 * 64 * 3
+    for i = 0, n - 1 do
+      local x = R(i)
+      assert.is_true(x >= 0 and x < n and not seen[x], "not a bijection at " .. i)
+      seen[x] = true
+    end
+    for r = 0, 7 do
+      for c = 0, 63 do assert.are.equal(atom({ r, c }), R({ r, c, 0 })) end
+    end
+    -- stage k starts at k * 8192 elements, each 8x64 block 512 apart down the rows
+    assert.are.equal(8192 + 512 + atom({ 1, 5 }), R({ 9, 5, 1 }))
+  end)
+
+  it("max_common_vector stops at the swizzle's base 2^M and at the offset's alignment", function()
+    local plain = cute.make_layout({ 8, 64 }, { 64, 1 })
+    local sw = cute.parse("Sw<3,3,3> o 0 o (8,64):(64,1)")
+    assert.are.equal(8, cute.max_common_vector(sw, plain))
+    assert.are.equal(2, cute.max_common_vector(cute.parse("Sw<3,1,3> o 0 o (8,64):(64,1)"), plain))
+    assert.are.equal(4, cute.max_common_vector(cute.parse("Sw<3,3,3> o 4 o (8,64):(64,1)"), plain))
+    -- B = 0 moves no bits: the whole layout is one vector, as for the plain layout
+    assert.are.equal(512, cute.max_common_vector(cute.parse("Sw<0,3,3> o 0 o (8,64):(64,1)"), plain))
+    assert.are.equal("8:8", tostring(cute.max_common_layout(sw, plain)))
+  end)
+
+  it("ops with no meaning for a swizzle are errors naming the op and the value, at the user's line", function()
+    local C = cute.parse("Sw<3,3,3> o 0 o (8,64):(64,1)")
+    local L = cute.make_layout({ 8, 64 }, { 64, 1 })
+    expect_error(function() local _r = cute.complement(C) end, "complement", "Sw<3,3,3> o 0 o (8,64):(64,1)")
+    expect_error(function() local _r = cute.right_inverse(C) end, "right_inverse", "L' o Sw")
+    expect_error(function() local _r = cute.left_inverse(C) end, "left_inverse", "composed layout")
+    expect_error(function() local _r = cute.composition(L, C) end, "composition", "after a swizzle")
+    expect_error(function() local _r = cute.stride(C) end, "stride", "composed layout")
+    expect_error(function() local _r = cute.idx2crd(5, C) end, "idx2crd")
+    expect_error(function() local _r = cute.logical_product(L, C) end, "logical_product", "argument 2")
+    expect_error(function() local _r = cute.size(cute.make_swizzle(3, 3, 3)) end, "size", "a swizzle has no shape")
+    expect_error(function() local _r = cute.logical_divide(L, { C }) end, "logical_divide", "cannot be used inside a tuple")
+    expect_error(function() local _r = cute.inner_layout(L) end, "cute.inner_layout", "(8,64):(64,1)")
+  end)
+end)
+
+describe("shared-memory layout atoms", function()
+  local kinds = { "MN_INTER", "MN_SW32", "MN_SW64", "MN_SW128", "K_INTER", "K_SW32", "K_SW64", "K_SW128" }
+  local rowbits = { INTER = 128, SW32 = 256, SW64 = 512, SW128 = 1024 }
+  local Bof = { INTER = 0, SW32 = 1, SW64 = 2, SW128 = 3 }
+
+  it("match their definition in bits: 8 rows of R bits under Swizzle<B,4,3> on byte offsets", function()
+    for _, k in ipairs(kinds) do
+      local major, sw = k:match("^(%a+)_(%w+)$")
+      local R, B = rowbits[sw], Bof[sw]
+      for _, d in ipairs({ { u8, 8 }, { f16, 16 }, { f32, 32 }, { f64, 64 } }) do
+        local A = cute.make_smem_layout_atom(cute.SmemLayoutAtomKind[k], d[1])
+        local w = d[2]
+        local n = R / w
+        assert.are.equal(8 * n, cute.size(A))
+        for row = 0, 7 do
+          for e = 0, n - 1 do
+            local crd = major == "K" and { row, e } or { e, row }
+            local byte = (row * R + e * w) / 8
+            assert.are.equal(ref_swizzle(B, 4, 3, byte), A(crd) * w / 8, ("%s %d-bit at (%d,%d)"):format(k, w, crd[1], crd[2]))
+          end
+        end
+      end
+    end
+  end)
+
+  it("print as CuTe's GMMA atoms in elements", function()
+    local K = cute.SmemLayoutAtomKind
+    assert.are.equal("Sw<3,3,3> o 0 o (8,64):(64,1)", tostring(cute.make_smem_layout_atom(K.K_SW128, f16)))
+    assert.are.equal("Sw<2,3,3> o 0 o (8,32):(32,1)", tostring(cute.make_smem_layout_atom(K.K_SW64, f16)))
+    assert.are.equal("Sw<1,3,3> o 0 o (8,16):(16,1)", tostring(cute.make_smem_layout_atom(K.K_SW32, f16)))
+    assert.are.equal("Sw<0,3,3> o 0 o (8,8):(8,1)", tostring(cute.make_smem_layout_atom(K.K_INTER, f16)))
+    assert.are.equal("Sw<3,2,3> o 0 o (32,8):(1,32)", tostring(cute.make_smem_layout_atom(K.MN_SW128, f32)))
+    assert.are.equal("Sw<3,4,3> o 0 o (128,8):(1,128)", tostring(cute.make_smem_layout_atom(K.MN_SW128, u8)))
+  end)
+
+  it("reject unknown kinds and dtypes at the user's line", function()
+    expect_error(function() local _r = cute.make_smem_layout_atom("K_SW256", f16) end,
+      "cute.make_smem_layout_atom", "K_SW256", "K_SW128")
+    expect_error(function() local _r = cute.make_smem_layout_atom(cute.SmemLayoutAtomKind.K_SW64, "half") end,
+      "cute.make_smem_layout_atom", "half")
+  end)
+end)
+
+describe("shared-memory tensors on swizzled layouts", function()
+  local spec = cute.tensor_spec({ 4096 }, f16)
+  local atom = cute.make_smem_layout_atom(cute.SmemLayoutAtomKind.K_SW128, f16)
+
+  -- the byte offsets of the ld/st.shared [cute_dyn_smem+N] accesses, in order
+  local function smem_offsets(ptx)
+    local t = {}
+    for l in ptx:gmatch("[^\n]+") do
+      if l:find("shared", 1, true) and l:find("cute_dyn_smem", 1, true) and (l:find("ld%.") or l:find("st%.")) then
+        t[#t + 1] = tonumber(l:match("cute_dyn_smem%+(%d+)%]") or (l:find("cute_dyn_smem]", 1, true) and 0))
+      end
+    end
+    return t
+  end
+
+  it("constant coordinates address base + 2 * Sw(off + L(crd)), through slices, tiles and partitions", function()
+    local L2 = cute.tile_to_shape(atom, { 64, 64 }, { 1, 2 })
+    local crds = { { 3, 17 }, { 9, 40 }, { 63, 63 }, { 17, 5 } }
+    local k = cute.kernel(function(A)
+      local t = cute.arch.thread_idx()
+      local s = cute.make_dynamic_shared_tensor(L2, f16)
+      for _, c in ipairs(crds) do s[c] = A[t] end
+      local row = s[{ 10, cute._ }]                          -- a slice: offset 10 * 64 folded in
+      row[33] = A[t]
+      local tile = cute.local_tile(s, { 16, 32 }, { 2, 1 }) -- rows 32.., columns 32..
+      tile[{ 5, 7 }] = A[t]
+    end)
+    local want = {}
+    for i, c in ipairs(crds) do want[i] = 2 * L2(c) end
+    want[#want + 1] = 2 * L2({ 10, 33 })
+    want[#want + 1] = 2 * L2({ 37, 39 })
+    local r = k:compile(spec)
+    assert.are.same(want, smem_offsets(r.ptx))
+    -- the swizzle does move these elements (the test would not see a missing xor otherwise)
+    assert.are_not.equal(2 * cute.inner_layout(L2)({ 9, 40 }), want[2])
+    assert.are.equal(1024, tonumber(r.ptx:match("%.align (%d+) %.b8 cute_dyn_smem")))
+  end)
+
+  it("a second region is swizzled from its own start; a static shared tensor too", function()
+    local k = cute.kernel(function(A)
+      local t = cute.arch.thread_idx()
+      local pad = cute.make_dynamic_shared_tensor(cute.make_layout(3), f32) -- bytes 0..11
+      pad[0] = 1
+      local s = cute.make_dynamic_shared_tensor(atom, f16)              -- 1024-aligned
+      s[{ 2, 9 }] = A[t]
+    end)
+    local r = k:compile(spec)
+    assert.are.same({ 0, 1024 + 2 * atom({ 2, 9 }) }, smem_offsets(r.ptx))
+    local k2 = cute.kernel(function(A)
+      local s = cute.make_shared_tensor(atom, f16)
+      s[{ 5, 12 }] = A[0]
+    end)
+    local ir = k2:ir(spec)
+    assert.is_true(has(ir, "gep ptr.shared.f16 %") and has(ir, ", " .. atom({ 5, 12 }) .. ":i32"), ir)
+    assert.is_true(has(ir, "align=1024"), ir)
+  end)
+
+  it("traced coordinates compute the swizzle with and / shr / xor in the IR and the PTX", function()
+    local k = cute.kernel(function(A)
+      local t = cute.arch.thread_idx()
+      local s = cute.make_dynamic_shared_tensor(atom, f16)
+      s[t] = A[t]
+      cute.arch.sync_threads()
+      A[t] = s[cute.rem(t + 1, 512)]
+    end)
+    local ir = k:ir(spec)
+    -- Sw<3,3,3>: yyy mask 0b111 << 6 = 448, shifted down by 3
+    assert.is_true(has(ir, "and i32") and has(ir, "448:i32"), ir)
+    assert.is_true(has(ir, "shr i32") and has(ir, "xor i32"), ir)
+    local r = k:compile(spec)
+    assert.is_true(r.ptx:find("xor%.b32") ~= nil, r.ptx)
+  end)
+
+  it("copies do not vectorise across a swizzle row: 2^M elements at most, and only at aligned offsets", function()
+    -- the loads of cute.copy(row 3 of the smem tensor -> a 64-element fragment), by IR type
+    local function copy_loads(layout)
+      local k = cute.kernel(function(A)
+        local s = cute.make_dynamic_shared_tensor(layout, f16)
+        local f = cute.make_fragment(cute.make_layout(64), f16)
+        cute.copy(s[{ 3, cute._ }], f)
+        A[0] = f[5]
+      end)
+      local n = {}
+      for ty in k:ir(spec):gmatch("= load (%S+) %%%d+ align") do n[ty] = (n[ty] or 0) + 1 end
+      return n
+    end
+    -- plain and Sw<3,3,3> (rows of 8 halves): 16-byte vectors
+    assert.are.equal(8, copy_loads(cute.make_layout({ 8, 64 }, { 64, 1 })).f16x8)
+    assert.are.equal(8, copy_loads(atom).f16x8)
+    -- Sw<3,1,3>: 2 halves per swizzle row: 4-byte vectors only
+    local n2 = copy_loads(cute.parse("Sw<3,1,3> o 0 o (8,64):(64,1)"))
+    assert.are.equal(32, n2.f16x2)
+    assert.is_nil(n2.f16x8)
+    assert.is_nil(n2.f16x4)
+    -- an odd composed offset: single elements only
+    local n1 = copy_loads(cute.parse("Sw<3,3,3> o 1 o (8,64):(64,1)"))
+    assert.are.equal(65, n1.f16)
+    assert.is_nil(n1.f16x2)
+  end)
+
+  it("a register tensor cannot be swizzled", function()
+    local k = cute.kernel(function(A) cute.make_fragment(atom, f16) end)
+    local e = util.err_of(function() return k:ir(spec) end)
+    assert.is_true(has(e, "cute.make_fragment") and has(e, "Sw<3,3,3>"), e)
+  end)
+
+  -- every thread writes elements t, t + 256, ... of a 64x64 f16 tile through
+  -- the swizzled layout (traced coordinates), then reads the raw shared memory
+  -- back unswizzled: raw[x] must hold the value of the element C maps to x
+  gpu_it("writes through the swizzle land where the CPU's composed layout puts them", function()
+    local L2 = cute.tile_to_shape(atom, { 64, 64 }, { 1, 2 })
+    local n = 64 * 64
+    local k = cute.kernel(function(A, Out)
+      local t = cute.arch.thread_idx()
+      local s = cute.make_dynamic_shared_tensor(L2, i16)
+      for j = 0, idiv(n, 256) - 1 do
+        local i = t + 256 * j
+        s[{ cute.rem(i, 64), cute.div(i, 64) }] = A[i]
+      end
+      cute.arch.sync_threads()
+      local raw = cute.make_tensor(s:ptr_at({ 0, 0 }), cute.make_layout(n))
+      for j = 0, idiv(n, 256) - 1 do Out[t + 256 * j] = raw[t + 256 * j] end
+    end)
+    local vals = {}
+    for i = 1, n do vals[i] = (i * 7919) % 30011 - 15000 end
+    local dA = cute.from_host(vals, i16, { n })
+    local dO = cute.zeros({ n }, i16)
+    k:launch{ grid = 1, block = 256 }(dA, dO)
+    local got = dO:to_host()
+    local bad, first = 0, nil
+    for i = 0, n - 1 do
+      local x = L2({ i % 64, idiv(i, 64) })
+      if got[x] ~= vals[i + 1] then
+        bad = bad + 1
+        first = first or ("element %d (smem %d): got %s, want %d"):format(i, x, tostring(got[x]), vals[i + 1])
+      end
+    end
+    assert.are.equal(0, bad, tostring(first))
+  end)
+end)
