@@ -435,37 +435,74 @@ describe("shared-memory tensors on swizzled layouts", function()
     assert.is_nil(n1.f16x2)
   end)
 
+  it("cute.make_tensor(tensor or pointer, composed layout) swizzles from that element", function()
+    local k = cute.kernel(function(A)
+      local s = cute.make_dynamic_shared_tensor(cute.make_layout(1024), f16)
+      local v = cute.make_tensor(s, atom)
+      v[{ 3, 17 }] = A[0]
+      local w = cute.make_tensor(s:ptr_at(512), atom)
+      w[{ 3, 17 }] = A[1]
+      local x = cute.make_tensor(w, cute.make_layout(128))
+      x[100] = A[2]   -- Sw<3,3,3>(100) = 108; a plain layout over a swizzled tensor keeps its swizzle (CuTe DSL's swizzled pointer)
+    end)
+    assert.are.same({ 2 * atom({ 3, 17 }), 1024 + 2 * atom({ 3, 17 }), 1024 + 2 * 108 },
+      smem_offsets(k:compile(spec).ptx))
+    local k2 = cute.kernel(function(A)
+      local s = cute.make_dynamic_shared_tensor(atom, f16)
+      cute.make_tensor(s, atom)
+    end)
+    local e = util.err_of(function() return k2:ir(spec) end)
+    assert.is_true(has(e, "already swizzled"), e)
+  end)
+
   it("a register tensor cannot be swizzled", function()
     local k = cute.kernel(function(A) cute.make_fragment(atom, f16) end)
     local e = util.err_of(function() return k:ir(spec) end)
     assert.is_true(has(e, "cute.make_fragment") and has(e, "Sw<3,3,3>"), e)
   end)
 
-  -- every thread writes elements t, t + 256, ... of a 64x64 f16 tile through
+  -- every thread writes elements t, t + 256, ... of a 64x64 16-bit tile through
   -- the swizzled layout (traced coordinates), then reads the raw shared memory
   -- back unswizzled: raw[x] must hold the value of the element C maps to x
-  gpu_it("writes through the swizzle land where the CPU's composed layout puts them", function()
-    local L2 = cute.tile_to_shape(atom, { 64, 64 }, { 1, 2 })
-    local n = 64 * 64
-    local k = cute.kernel(function(A, Out)
-      local t = cute.arch.thread_idx()
-      local s = cute.make_dynamic_shared_tensor(L2, i16)
-      for j = 0, idiv(n, 256) - 1 do
-        local i = t + 256 * j
-        s[{ cute.rem(i, 64), cute.div(i, 64) }] = A[i]
+  local L2 = cute.tile_to_shape(atom, { 64, 64 }, { 1, 2 })
+  local N = 64 * 64
+  local round_trip = cute.kernel(function(A, Out)
+    local t = cute.arch.thread_idx()
+    local s = cute.make_dynamic_shared_tensor(L2, i16)
+    for j = 0, idiv(N, 256) - 1 do
+      local i = t + 256 * j
+      s[{ cute.rem(i, 64), cute.div(i, 64) }] = A[i]
+    end
+    cute.arch.sync_threads()
+    local raw = cute.make_tensor(s:ptr_at({ 0, 0 }), cute.make_layout(N))
+    for j = 0, idiv(N, 256) - 1 do Out[t + 256 * j] = raw[t + 256 * j] end
+  end)
+  local ispec = cute.tensor_spec({ N }, i16)
+
+  it("the round-trip kernel assembles for sm_80 and sm_90a with no spills, the swizzle's xor in its PTX", function()
+    local PTXAS = require("cute.ffi").C.cute_ptxas_path() ~= nil
+    for _, arch in ipairs({ "sm_80", "sm_90a" }) do
+      local r = round_trip:with({ arch = arch, use_ptxas = PTXAS, opt_level = 3 }):compile(ispec, ispec)
+      assert.is_true(r.ptx:find("xor%.b32") ~= nil, r.ptx)
+      assert.is_true(r.ptx:find("st%.shared%.b16") ~= nil or r.ptx:find("st%.shared%.u16") ~= nil, r.ptx)
+      if PTXAS then
+        assert.truthy(r.cubin, arch)
+        assert.are.equal(0, r.info.spill_stores, arch)
+        assert.are.equal(0, r.info.spill_loads, arch)
       end
-      cute.arch.sync_threads()
-      local raw = cute.make_tensor(s:ptr_at({ 0, 0 }), cute.make_layout(n))
-      for j = 0, idiv(n, 256) - 1 do Out[t + 256 * j] = raw[t + 256 * j] end
-    end)
+    end
+    if not PTXAS then pending("ptxas not found: PTX checked, not assembled") end
+  end)
+
+  gpu_it("writes through the swizzle land where the CPU's composed layout puts them", function()
     local vals = {}
-    for i = 1, n do vals[i] = (i * 7919) % 30011 - 15000 end
-    local dA = cute.from_host(vals, i16, { n })
-    local dO = cute.zeros({ n }, i16)
-    k:launch{ grid = 1, block = 256 }(dA, dO)
+    for i = 1, N do vals[i] = (i * 7919) % 30011 - 15000 end
+    local dA = cute.from_host(vals, i16, { N })
+    local dO = cute.zeros({ N }, i16)
+    round_trip:launch{ grid = 1, block = 256 }(dA, dO)
     local got = dO:to_host()
     local bad, first = 0, nil
-    for i = 0, n - 1 do
+    for i = 0, N - 1 do
       local x = L2({ i % 64, idiv(i, 64) })
       if got[x] ~= vals[i + 1] then
         bad = bad + 1
@@ -473,5 +510,9 @@ describe("shared-memory tensors on swizzled layouts", function()
       end
     end
     assert.are.equal(0, bad, tostring(first))
+    -- and the swizzle did move elements (a missing xor would fail above)
+    local moved = 0
+    for i = 0, N - 1 do if L2({ i % 64, idiv(i, 64) }) ~= cute.inner_layout(L2)({ i % 64, idiv(i, 64) }) then moved = moved + 1 end end
+    assert.is_true(moved > N / 2)
   end)
 end)
