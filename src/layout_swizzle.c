@@ -7,22 +7,24 @@
  * that reshapes the domain (the coordinate side) acts on the inner layout L and
  * keeps the swizzle and offset outside:
  *   get, coalesce, filter, composition (composed o tiler), the divides, the
- *   products, tile_to_shape, slice, append/prepend/group/flatten/select
+ *   products, tile_to_shape, append/prepend/group/flatten/select
  *     -> Sw o offset o op(L, ...)
- *   size, rank, depth, shape, cosize (CuTe: cosize of the inner layout),
+ *   size, rank, depth, shape, cosize, complement (CuTe: of the inner layout),
  *   congruent / compatible / weakly_congruent -> op on L
- *   slice_and_offset, local_tile, local_partition -> the slice's offset is
- *     folded into the composed offset (so the swizzle still sees the absolute
- *     index) and the returned offset is 0
+ *   slice, slice_and_offset, local_tile, local_partition -> the slice's offset
+ *     is folded into the composed offset (so the swizzle still sees the
+ *     absolute index) and the returned offset is 0
  *   crd2idx [crd, composed] -> Sw(offset + L(crd))
- *   max_common_vector / max_common_layout -> the inner result, cut so that no
- *     vector crosses a swizzle boundary: a v-element vector is contiguous only
- *     when v divides 2^M and the offset
+ *   max_common_vector / max_common_layout -> the inner result, cut to 2^M
+ *     elements (a vector never crosses a swizzle row) unless both operands
+ *     carry the same swizzle
  *   composition(Sw, L) -> Sw o 0 o L; right/left_inverse(Sw) -> Sw (a swizzle
  *     is an involution)
- * Anything else has no meaning in CuTe for these values (the complement of a
- * swizzled map, idx2crd, a layout composed after a swizzle: L o Sw is not a
- * Sw o off o L) and is a clear error naming the op and the value.
+ * The rest is a clear error naming the op and the value: stride and idx2crd
+ * (CuTe has none for a composed layout), the inverses of a composed layout and
+ * a layout composed after a swizzle (CuTe's answers L' o Sw put a layout after
+ * the swizzle, which Sw o off o L cannot hold), a composed second operand of a
+ * divide or product.
  */
 #include "layout.h"
 
@@ -70,26 +72,6 @@ static int rewrap(lctx *c, const cute_value *from, int64_t off, cute_value *o) {
   o->offset = off;
   (void)c;
   return 0;
-}
-
-static int64_t gcd64(int64_t a, int64_t b) {
-  if (a < 0) a = -a;
-  if (b < 0) b = -b;
-  while (b) {
-    int64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
-/* largest v dividing n that keeps a vector of v elements inside one swizzle
-   row of composed value s: v | 2^M (when the swizzle moves bits) and v | offset */
-static int64_t sw_cap(const cute_value *s, int64_t n) {
-  if (s->type != CUTE_V_COMPOSED) return n;
-  if (s->sw_b > 0 && s->sw_s != 0) n = gcd64(n, (int64_t)1 << s->sw_m);
-  if (s->offset != 0) n = gcd64(n, s->offset);
-  return n < 1 ? 1 : n;
 }
 
 static int no_swizzle_here(lctx *c, const cute_value *a, int k, const char *role) {
@@ -175,7 +157,6 @@ int lsw_op(lctx *c, int op, lay_op_fn *fn, const cute_value *a, int na, cute_val
   case CUTE_OP_BLOCKED_PRODUCT:
   case CUTE_OP_RAKED_PRODUCT:
   case CUTE_OP_TILE_TO_SHAPE:
-  case CUTE_OP_SLICE:
   case CUTE_OP_APPEND:
   case CUTE_OP_PREPEND:
   case CUTE_OP_GROUP:
@@ -190,12 +171,21 @@ int lsw_op(lctx *c, int op, lay_op_fn *fn, const cute_value *a, int na, cute_val
   case CUTE_OP_DEPTH:
   case CUTE_OP_SHAPE:
   case CUTE_OP_COSIZE:
+  case CUTE_OP_COMPLEMENT:
   case CUTE_OP_CONGRUENT:
   case CUTE_OP_COMPATIBLE:
   case CUTE_OP_WEAKLY_CONGRUENT:
     return fn(c, op, b, na, o, o2);
 
-  /* the slice offset goes into the composed offset */
+  /* the slice offset goes into the composed offset (slice: CuTe's slice is the
+     layout of slice_and_offset) */
+  case CUTE_OP_SLICE: {
+    cute_value off;
+    int64_t x;
+    TRY(fn(c, CUTE_OP_SLICE_AND_OFFSET, b, na, o, &off));
+    TRY(ck_add(c, S->offset, off.node[0].a, &x));
+    return rewrap(c, S, x, o);
+  }
   case CUTE_OP_SLICE_AND_OFFSET:
   case CUTE_OP_LOCAL_TILE:
   case CUTE_OP_LOCAL_PARTITION: {
@@ -223,17 +213,29 @@ int lsw_op(lctx *c, int op, lay_op_fn *fn, const cute_value *a, int na, cute_val
 
   case CUTE_OP_MAX_COMMON_VECTOR:
   case CUTE_OP_MAX_COMMON_LAYOUT: {
-    cute_value n, tile;
+    /* CuTe: the inner layouts' answer, cut to 2^M of each swizzle (not when
+       both operands have the same swizzle: it cancels); the offset is assumed
+       to be a multiple of 2^M */
+    cute_value n, full, tile;
     TRY(fn(c, CUTE_OP_MAX_COMMON_VECTOR, b, na, &n, o2));
-    int64_t v = sw_cap(&a[1], sw_cap(&a[0], n.node[0].a));
+    int64_t v = n.node[0].a, base = INT64_MAX;
+    int same = a[0].type == CUTE_V_COMPOSED && a[1].type == CUTE_V_COMPOSED &&
+               a[0].sw_b == a[1].sw_b && a[0].sw_m == a[1].sw_m && a[0].sw_s == a[1].sw_s;
+    for (int k = 0; k < 2 && !same; k++)
+      if (a[k].type == CUTE_V_COMPOSED && ((int64_t)1 << a[k].sw_m) < base)
+        base = (int64_t)1 << a[k].sw_m;
+    if (base < v) v = base;
     if (op == CUTE_OP_MAX_COMMON_VECTOR) {
       cv_init(o, CUTE_V_INT);
       if (nb_leaf(o, v, 0)) return lay_cap_err(c);
       return 0;
     }
-    /* the first v elements of the inner common layout */
-    cute_value full;
     TRY(fn(c, CUTE_OP_MAX_COMMON_LAYOUT, b, na, &full, o2));
+    if (v >= n.node[0].a) {
+      memcpy(o, &full, sizeof *o);
+      return 0;
+    }
+    /* the common layout truncated to its first v elements */
     cv_init(&tile, CUTE_V_LAYOUT);
     if (lay_make_int(&tile, v)) return lay_cap_err(c);
     cv_init(o, CUTE_V_LAYOUT);
