@@ -436,7 +436,9 @@ end
 Tensor.__tostring = function(T)
   if T.space == "identity" then return "identity_tensor<" .. layout_str(T.layout) .. ">" end
   local info = dt.scalars[T.elem]
-  return ("tensor<%s, %s, %s>"):format(info and info.ir or "?", T.space, layout_str(T.layout))
+  local sw = ptr_swizzle(T)
+  local swz = sw and ("Sw<%d,%d,%d> o "):format(sw[1], sw[2], sw[3]) or ""
+  return ("tensor<%s, %s, %s%s>"):format(info and info.ir or "?", T.space, swz, layout_str(T.layout))
 end
 
 Tensor.__len = function(T) return tsize(T.layout.shape) end
