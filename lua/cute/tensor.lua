@@ -305,11 +305,7 @@ local function swizzle_off(sw, o)
   local b, m, s = sw[1], sw[2], sw[3]
   if b == 0 or s == 0 then return o end
   local yyy = (2 ^ b - 1) * 2 ^ (m + math.max(s, 0))
-  if type(o) == "number" then
-    local t = bit.band(o, yyy)
-    t = s > 0 and bit.rshift(t, s) or bit.lshift(t, -s)
-    return bit.bxor(o, t) + (o - o % 2 ^ 32) -- bit ops are 32-bit; offsets above keep their high part
-  end
+  if type(o) == "number" then return lay.swizzle(b, m, s, o) end -- 64-bit, in the C core
   local OP = tr.OP
   local t = tr.binop(OP.AND, o, yyy)
   t = s > 0 and tr.binop(OP.SHR, t, s) or tr.binop(OP.SHL, t, -s)
