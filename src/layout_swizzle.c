@@ -132,6 +132,12 @@ int lsw_op(lctx *c, int op, lay_op_fn *fn, const cute_value *a, int na, cute_val
     int relation = op == CUTE_OP_CONGRUENT || op == CUTE_OP_COMPATIBLE ||
                    op == CUTE_OP_WEAKLY_CONGRUENT || op == CUTE_OP_MAX_COMMON_VECTOR ||
                    op == CUTE_OP_MAX_COMMON_LAYOUT;
+    int product = op >= CUTE_OP_LOGICAL_PRODUCT && op <= CUTE_OP_RAKED_PRODUCT;
+    if (k != li && product)
+      return no_swizzle_here(c, a, k,
+                             "a product with a swizzled tiler (CuTe re-derives a swizzle for it) is "
+                             "not supported: take the product with the inner layout "
+                             "(cute.inner_layout) and swizzle the result");
     if (k != li && !relation)
       return no_swizzle_here(c, a, k, "only the layout operand of this op may be swizzled");
   }
