@@ -500,14 +500,10 @@ static int op_group(lctx *c, int op, const cute_value *a, int na, cute_value *o,
   int h, g;
   cv_init(o, a[0].type == CUTE_V_LAYOUT ? CUTE_V_LAYOUT : CUTE_V_TUPLE);
   TRYB(nb_open(o, &h));
-  for (int k = 0; k < r; k++) {
-    if (k == b) TRYB(nb_open(o, &g));
-    TRYB(nb_copy(o, a, nd_child(a, 0, k)));
-    if (k + 1 == e) nb_close(o, g);
-  }
-  if (b == e) {
-    TRYB(nb_open(o, &g));
-    nb_close(o, g);
+  for (int k = 0; k <= r; k++) {
+    if (k == b) TRYB(nb_open(o, &g)); /* b == e: an empty group at position b */
+    if (k == e) nb_close(o, g);
+    if (k < r) TRYB(nb_copy(o, a, nd_child(a, 0, k)));
   }
   nb_close(o, h);
   return 0;
