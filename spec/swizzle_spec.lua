@@ -198,6 +198,31 @@ describe("composed layouts through the algebra", function()
       tostring(cute.logical_product(cute.parse("Sw<3,3,3> o 0 o (8,64):(64,1)"), cute.make_layout(2))))
   end)
 
+  it("flatten, group, select and append reshape the domain only", function()
+    for _, C in ipairs(cases) do
+      local F, G = cute.flatten(C), cute.group(C, 0, cute.rank(C))
+      for i = 0, cute.size(C) - 1 do
+        assert.are.equal(C(i), F(i))
+        assert.are.equal(C(i), G(i))
+      end
+      if cute.rank(C) == 2 then
+        local S = cute.select(C, { 1, 0 })
+        local s = cute.shape(C)
+        for i = 0, cute.size(s[1]) - 1 do
+          for j = 0, cute.size(s[2]) - 1 do assert.are.equal(C({ i, j }), S({ j, i })) end
+        end
+      end
+      local A = cute.append(C, cute.make_layout(2, cute.cosize(C)))
+      assert.is_true(cute.is_composed(A))
+      for i = 0, cute.size(C) - 1 do
+        assert.are.equal(C(i), A(i))
+        assert.are.equal(outside(C, cute.append(cute.inner_layout(C), cute.make_layout(2, cute.cosize(C))), i + cute.size(C)),
+          A(i + cute.size(C)))
+      end
+    end
+    assert.are.equal("Sw<3,3,3> o 0 o (8,(),64):(64,(),1)", tostring(cute.group(cute.parse("Sw<3,3,3> o 0 o (8,64):(64,1)"), 1, 1)))
+  end)
+
   it("coalesce and filter keep the function on the 1-D index", function()
     for _, C in ipairs(cases) do
       local R = cute.coalesce(C)
