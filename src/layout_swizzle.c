@@ -63,14 +63,13 @@ static void inner_of(const cute_value *v, cute_value *o) {
 }
 
 /* o (a LAYOUT) becomes Sw o off o o, with Sw from `from` */
-static int rewrap(lctx *c, const cute_value *from, int64_t off, cute_value *o) {
+static int rewrap(const cute_value *from, int64_t off, cute_value *o) {
   if (o->type != CUTE_V_LAYOUT) return 0;
   o->type = CUTE_V_COMPOSED;
   o->sw_b = from->sw_b;
   o->sw_m = from->sw_m;
   o->sw_s = from->sw_s;
   o->offset = off;
-  (void)c;
   return 0;
 }
 
@@ -78,7 +77,7 @@ static int no_swizzle_here(lctx *c, const cute_value *a, int k, const char *role
   return lerr(c, CUTE_E_ARG, "argument %d is %s; %s", k + 1, kind_name(&a[k]), role);
 }
 
-/* The argument index of the layout an op acts on (-1: none). */
+/* The argument index of the layout an op acts on. */
 static int layout_arg(int op) {
   switch (op) {
   case CUTE_OP_CRD2IDX:
@@ -111,11 +110,11 @@ int lsw_op(lctx *c, int op, lay_op_fn *fn, const cute_value *a, int na, cute_val
   if (op == CUTE_OP_COMPOSITION && a[0].type == CUTE_V_SWIZZLE) {
     if (a[1].type == CUTE_V_LAYOUT) {
       memcpy(o, &a[1], sizeof *o);
-      return rewrap(c, &a[0], 0, o);
+      return rewrap(&a[0], 0, o);
     }
     return lerr(c, CUTE_E_ARG,
                 "a swizzle composes with a layout (Sw o L), got %s as argument 2",
-                a[1].type == CUTE_V_COMPOSED ? "a composed layout" : "a tiler");
+                is_sw(&a[1]) ? kind_name(&a[1]) : "a tiler");
   }
   if (op == CUTE_OP_COMPOSITION && a[1].type != CUTE_V_LAYOUT && is_sw(&a[1]))
     return no_swizzle_here(c, a, 1,
@@ -169,7 +168,7 @@ int lsw_op(lctx *c, int op, lay_op_fn *fn, const cute_value *a, int na, cute_val
   case CUTE_OP_FLATTEN:
   case CUTE_OP_SELECT:
     TRY(fn(c, op, b, na, o, o2));
-    return rewrap(c, S, S->offset, o);
+    return rewrap(S, S->offset, o);
 
   /* queries of the inner layout */
   case CUTE_OP_SIZE:
@@ -190,7 +189,7 @@ int lsw_op(lctx *c, int op, lay_op_fn *fn, const cute_value *a, int na, cute_val
     int64_t x;
     TRY(fn(c, CUTE_OP_SLICE_AND_OFFSET, b, na, o, &off));
     TRY(ck_add(c, S->offset, off.node[0].a, &x));
-    return rewrap(c, S, x, o);
+    return rewrap(S, x, o);
   }
   case CUTE_OP_SLICE_AND_OFFSET:
   case CUTE_OP_LOCAL_TILE:
@@ -199,7 +198,7 @@ int lsw_op(lctx *c, int op, lay_op_fn *fn, const cute_value *a, int na, cute_val
     int64_t x;
     TRY(fn(c, op, b, na, o, &off));
     TRY(ck_add(c, S->offset, off.node[0].a, &x));
-    TRY(rewrap(c, S, x, o));
+    TRY(rewrap(S, x, o));
     if (o2) {
       cv_init(o2, CUTE_V_INT);
       if (nb_leaf(o2, 0, 0)) return lay_cap_err(c);

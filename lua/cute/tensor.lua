@@ -307,6 +307,7 @@ local function swizzle_off(sw, o)
   local yyy = (2 ^ b - 1) * 2 ^ (m + math.max(s, 0))
   if type(o) == "number" then return lay.swizzle(b, m, s, o) end -- 64-bit, in the C core
   local OP = tr.OP
+  if yyy > LIM32 and o.t ~= T_I64 then o = tr.cvt(o, T_I64) end -- the mask needs 64 bits
   local t = tr.binop(OP.AND, o, yyy)
   t = s > 0 and tr.binop(OP.SHR, t, s) or tr.binop(OP.SHL, t, -s)
   return tr.binop(OP.XOR, o, t)
