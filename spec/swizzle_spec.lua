@@ -96,6 +96,8 @@ describe("composed layouts through the algebra", function()
     local C = cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 0, cute.make_layout({ 8, 64 }, { 64, 1 }))
     assert.are.equal("Sw<3,3,3> o 0 o (8,64):(64,1)", tostring(C))
     assert.are.equal(C, cute.parse("Sw<3,3,3> o 0 o (8,64):(64,1)"))
+    assert.are.equal(C, cute.parse("S<3,3,3> o 0 o (8,64):(64,1)")) -- as CuTe DSL prints it
+    assert.are.equal(cute.make_swizzle(2, 4, 3), cute.parse("S<2,4,3>"))
     assert.are.equal(512, cute.size(C))
     assert.are.equal(512, cute.cosize(C))
     assert.are.same({ 8, 64 }, cute.shape(C))
