@@ -511,6 +511,24 @@ describe("shared-memory tensors on swizzled layouts", function()
     assert.are.equal("tensor<f16, local, (8,64):(1,8)>", got[3])
   end)
 
+  it("a bad alignment or a negative composed offset is an error; the swizzled region is whole swizzle blocks", function()
+    local k = cute.kernel(function(A) cute.make_dynamic_shared_tensor(atom, f16, 24) end)
+    local e = util.err_of(function() return k:ir(spec) end)
+    assert.is_true(has(e, "alignment 24"), e)
+    local k2 = cute.kernel(function(A) cute.make_dynamic_shared_tensor(cute.parse("Sw<3,3,3> o -8 o (8,64):(64,1)"), f16) end)
+    e = util.err_of(function() return k2:ir(spec) end)
+    assert.is_true(has(e, "composed offset -8"), e)
+    -- (8,16):(64,1) reaches 464 elements: under Sw<3,3,3> (blocks of 512 halves) one whole block;
+    -- at offset 520, 984 elements: two blocks
+    local k3 = cute.kernel(function(A)
+      local s1 = cute.make_dynamic_shared_tensor(cute.parse("Sw<3,3,3> o 0 o (8,16):(64,1)"), f16)
+      s1[0] = A[0]
+      local s2 = cute.make_dynamic_shared_tensor(cute.parse("Sw<3,3,3> o 520 o (8,16):(64,1)"), f16)
+      s2[0] = A[0]
+    end)
+    assert.is_true(has(k3:ir(spec), "dynsmem=" .. (1024 + 2 * 1024)), k3:ir(spec))
+  end)
+
   it("a register tensor cannot be swizzled", function()
     local k = cute.kernel(function(A) cute.make_fragment(atom, f16) end)
     local e = util.err_of(function() return k:ir(spec) end)

@@ -713,6 +713,12 @@ local function alloc_tensor(kind, layout, dtype, align)
   local elem = type(dtype) == "table" and tr.dtype_ir[dtype.name] or dtype
   if not tr.tinfo[elem] then fail(kind .. ": unknown dtype " .. tostring(dtype)) end
   local n = lay.cosize(static_layout(L))
+  local S = tr.state()
+  setloc()
+  if align ~= nil and (type(align) ~= "number" or align < 1 or align > 1024 or align % 1 ~= 0
+    or math.floor(math.log(align) / math.log(2) + 0.5) ~= math.log(align) / math.log(2)) then
+    fail(("%s: alignment %s is not a power of two from 1 to 1024"):format(kind, tostring(align)))
+  end
   if sw then
     -- Sw permutes offsets inside each aligned block of P = 2^(B+M+|S|) elements
     -- (and the block rows are what smem banks see): whole blocks, P-aligned
@@ -720,12 +726,6 @@ local function alloc_tensor(kind, layout, dtype, align)
     if k < 0 then fail(("%s: the composed offset %d of %s is negative"):format(kind, k, tostring(layout))) end
     n = math.ceil((n + k) / P) * P
     align = math.max(align or 16, math.min(1024, P * elem_bytes(elem)))
-  end
-  local S = tr.state()
-  setloc()
-  if align ~= nil and (type(align) ~= "number" or align < 1 or align > 1024 or align % 1 ~= 0
-    or math.floor(math.log(align) / math.log(2) + 0.5) ~= math.log(align) / math.log(2)) then
-    fail(("%s: alignment %s is not a power of two from 1 to 1024"):format(kind, tostring(align)))
   end
   local eb = elem_bytes(elem)
   align = math.max(align or 16, eb)
