@@ -86,4 +86,14 @@ int lo_local_partition(lctx *c, const cute_value *L, const cute_value *thr,
 int lo_max_common(lctx *c, const cute_value *A, const cute_value *B, int vec,
                   cute_value *o, int64_t *n);
 
+/* ---- swizzles and composed layouts (layout_swizzle.c) ---------------------- */
+/* an op function of the cute_op table (layout_api.c) */
+typedef int lay_op_fn(lctx *c, int op, const cute_value *a, int na, cute_value *o,
+                      cute_value *o2);
+int64_t lsw_apply(int B, int M, int S, int64_t x); /* x ^ ((x & yyy) >> S) */
+/* does this call take a swizzle or a composed layout (so lsw_op runs it)? */
+int lsw_involved(int op, const cute_value *a, int na);
+int lsw_op(lctx *c, int op, lay_op_fn *fn, const cute_value *a, int na, cute_value *o,
+           cute_value *o2);
+
 #endif

@@ -151,15 +151,6 @@ static int merge_layout(lctx *c, const cute_value *sh, const cute_value *st, cut
   return 0;
 }
 
-static int64_t swz_apply(int B, int M, int S, int64_t x) {
-  if (B == 0 || S == 0) return x;
-  uint64_t bit = ((uint64_t)1 << B) - 1;
-  uint64_t yyy = bit << (M + (S > 0 ? S : 0));
-  uint64_t ux = (uint64_t)x, t = ux & yyy;
-  t = S > 0 ? t >> S : t << (-S);
-  return (int64_t)(ux ^ t);
-}
-
 static int swz_ok(lctx *c, int64_t B, int64_t M, int64_t S) {
   if (!cv_swizzle_ok(B, M, S))
     return lerr(c, CUTE_E_DOMAIN, "invalid swizzle Sw<%lld,%lld,%lld>", (long long)B,
@@ -207,8 +198,7 @@ static int append_modes(lctx *c, const cute_value *L, const cute_value *X, int h
 
 /* Every op function: the op's code (for families), its arguments, the result
    and, for ops that return an offset too, out2 (may be NULL). */
-typedef int op_fn(lctx *c, int op, const cute_value *a, int na, cute_value *o,
-                  cute_value *o2);
+typedef lay_op_fn op_fn;
 
 static int want_layout(lctx *c, const cute_value *a, int k) {
   return want(c, a, k, M_LAYOUT, "a layout");
@@ -434,7 +424,7 @@ static int op_swizzle(lctx *c, int op, const cute_value *a, int na, cute_value *
     B = a[0].node[0].a, M = a[1].node[0].a, S = a[2].node[0].a, x = a[3].node[0].a;
   }
   TRY(swz_ok(c, B, M, S));
-  set_int(o, swz_apply((int)B, (int)M, (int)S, x));
+  set_int(o, lsw_apply((int)B, (int)M, (int)S, x));
   return 0;
 }
 
@@ -448,7 +438,7 @@ static int op_composed_layout(lctx *c, int op, const cute_value *a, int na, cute
   if (a[0].type == CUTE_V_COMPOSED) {
     TRY(ck_add(c, x, a[0].offset, &x));
     TRY(swz_ok(c, a[0].sw_b, a[0].sw_m, a[0].sw_s));
-    x = swz_apply(a[0].sw_b, a[0].sw_m, a[0].sw_s, x);
+    x = lsw_apply(a[0].sw_b, a[0].sw_m, a[0].sw_s, x);
   }
   set_int(o, x);
   return 0;
@@ -510,14 +500,10 @@ static int op_group(lctx *c, int op, const cute_value *a, int na, cute_value *o,
   int h, g;
   cv_init(o, a[0].type == CUTE_V_LAYOUT ? CUTE_V_LAYOUT : CUTE_V_TUPLE);
   TRYB(nb_open(o, &h));
-  for (int k = 0; k < r; k++) {
-    if (k == b) TRYB(nb_open(o, &g));
-    TRYB(nb_copy(o, a, nd_child(a, 0, k)));
-    if (k + 1 == e) nb_close(o, g);
-  }
-  if (b == e) {
-    TRYB(nb_open(o, &g));
-    nb_close(o, g);
+  for (int k = 0; k <= r; k++) {
+    if (k == b) TRYB(nb_open(o, &g)); /* b == e: an empty group at position b */
+    if (k == e) nb_close(o, g);
+    if (k < r) TRYB(nb_copy(o, a, nd_child(a, 0, k)));
   }
   nb_close(o, h);
   return 0;
@@ -741,7 +727,8 @@ int cute_op(int op, const cute_value *args, int nargs, cute_value *out, cute_val
     return cv_check(&args[k], err, who);
   }
   lctx C = {err, info->name, args, nargs};
-  int rc = info->fn(&C, op, args, nargs, out, out2);
+  int rc = lsw_involved(op, args, nargs) ? lsw_op(&C, op, info->fn, args, nargs, out, out2)
+                                         : info->fn(&C, op, args, nargs, out, out2);
   if (rc) {
     cv_init(out, CUTE_V_NONE);
     if (out2) cv_init(out2, CUTE_V_NONE);
@@ -841,7 +828,7 @@ int cute_layout_crd2idx(const cute_value *L, const int64_t *crd, int n, int64_t 
       return cute_err_setf(err, CUTE_E_DOMAIN, "crd2idx: invalid swizzle");
     if (__builtin_add_overflow(acc, L->offset, &acc))
       return cute_err_setf(err, CUTE_E_OVERFLOW, "crd2idx: 64-bit overflow");
-    acc = swz_apply(B, M, S, acc);
+    acc = lsw_apply(B, M, S, acc);
   }
   *out = acc;
   return 0;

@@ -354,9 +354,10 @@ int cute_parse(const char *text, cute_value *out, cute_err *err) {
   p->depth = 0;
   p->err = err;
   p_ws(p);
-  if (strncmp(text + p->pos, "Sw<", 3) == 0) {
+  /* "Sw<B,M,S>" as CuTe C++ prints a swizzle; "S<B,M,S>" as CuTe DSL does */
+  if (strncmp(text + p->pos, "Sw<", 3) == 0 || strncmp(text + p->pos, "S<", 2) == 0) {
     int64_t bms[3], off = 0;
-    p->pos += 3;
+    p->pos += text[p->pos + 1] == 'w' ? 3 : 2;
     for (int k = 0; k < 3; k++) {
       p_ws(p);
       TRY(p_int(p, &bms[k]));

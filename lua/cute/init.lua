@@ -36,6 +36,7 @@ local kernel = require("cute.kernel")
 local runtime = require("cute.runtime")
 
 merge(layout)
+merge(require("cute.smem_atom")) -- make_smem_layout_atom, SmemLayoutAtomKind
 merge(runtime)
 merge(require("cute.memory"))
 merge(require("cute.dtype").exports)

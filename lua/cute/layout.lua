@@ -457,6 +457,31 @@ function M.make_composed_layout(sw, offset, L)
   return r
 end
 
+-- The parts of a ComposedLayout Sw o off o L: cute.inner_layout(C) = L,
+-- cute.composed_swizzle(C) = Sw, cute.composed_offset(C) = off.
+local function want_composed(C, what)
+  if not (is_value(C) and C.type == V_COMPOSED) then
+    fail(("%s: expected a composed layout (cute.make_composed_layout), got %s"):format(what, describe(C)))
+  end
+  check_value(C, what)
+end
+function M.inner_layout(C)
+  want_composed(C, "cute.inner_layout")
+  local r = value_t()
+  ffi.copy(r, C, HDR + C.n * NODE)
+  r.type = V_LAYOUT; r.sw_b = 0; r.sw_m = 0; r.sw_s = 0; r.offset = 0
+  return r
+end
+function M.composed_swizzle(C)
+  want_composed(C, "cute.composed_swizzle")
+  return M.make_swizzle(C.sw_b, C.sw_m, C.sw_s)
+end
+function M.composed_offset(C)
+  want_composed(C, "cute.composed_offset")
+  return tonumber(C.offset)
+end
+M.is_composed = function(v) return is_value(v) and v.type == V_COMPOSED end
+
 ---------------------------------------------------------------------------
 -- Layout objects: methods, call, tostring, ==
 ---------------------------------------------------------------------------

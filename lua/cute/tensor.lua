@@ -189,6 +189,14 @@ local function from_static(Lc)
   return { shape = Lc:shape(), stride = Lc:stride() }
 end
 
+-- A ComposedLayout Sw o k o L: its swizzle {B, M, S} and offset k (nil if x is
+-- not one); composed_inner(x): L in tree form
+function M.composed_parts(x)
+  if lay.is_composed(x) then return { x.sw_b, x.sw_m, x.sw_s }, tonumber(x.offset) end
+  return nil
+end
+function M.composed_inner(x) return from_static(lay.inner_layout(x)) end
+
 -- Lua-side layout (tree form) from a Layout cdata, a table {shape, stride}, or a shape
 function M.as_layout(x, what)
   if lay.is_layout(x) then return from_static(x) end
@@ -287,9 +295,37 @@ local function off_add(a, b)
 end
 M.off_add = off_add
 
+-- Swizzled tensors (a ComposedLayout Sw o k o L): T.layout is the inner layout
+-- L, T.off starts at k, and the swizzle rides on the base pointer (a table
+-- { ref, t, sw = {b, m, s} } in place of the traced pointer), so every view
+-- made with M.make (slices, tiles, partitions) keeps it and folds its offsets
+-- into T.off: element crd lives at base + Sw(T.off + L(crd)), computed with
+-- traced and / shift / xor when the offset is traced.
+local function swizzle_off(sw, o)
+  local b, m, s = sw[1], sw[2], sw[3]
+  if b == 0 or s == 0 then return o end
+  local yyy = (2 ^ b - 1) * 2 ^ (m + math.max(s, 0))
+  if type(o) == "number" then return lay.swizzle(b, m, s, o) end -- 64-bit, in the C core
+  local OP = tr.OP
+  if yyy > LIM32 and o.t ~= T_I64 then o = tr.cvt(o, T_I64) end -- the mask needs 64 bits
+  local t = tr.binop(OP.AND, o, yyy)
+  t = s > 0 and tr.binop(OP.SHR, t, s) or tr.binop(OP.SHL, t, -s)
+  return tr.binop(OP.XOR, o, t)
+end
+M.swizzle_off = swizzle_off
+
+-- the swizzle {B, M, S} of T's base pointer, or nil
+local function ptr_swizzle(T)
+  local p = T.ptr
+  return type(p) == "table" and p.sw or nil
+end
+M.ptr_swizzle = ptr_swizzle
+
 local function element_ptr(T, off)
   local S = tr.state()
   local o = off_add(T.off, off)
+  local sw = ptr_swizzle(T)
+  if sw then o = swizzle_off(sw, o) end
   local ov = tr.lift(o, fits32(o) and T_I32 or T_I64)
   setloc()
   return mk(C.cute_ir_gep(S.ir, T.ptr.ref, ov.ref), T.ptr.t)
@@ -316,6 +352,9 @@ local function offset_align(T, o)
   local d
   if type(T.off) == "number" and type(o) == "number" then d = pow2_div(T.off + o)
   else d = math.min(pow2_div(T.off), pow2_div(o)) end
+  -- a swizzled tensor: contiguous only inside one 2^M-element row of the swizzle
+  local sw = ptr_swizzle(T)
+  if sw and sw[1] > 0 and sw[3] ~= 0 then d = math.min(d, 2 ^ sw[2]) end
   return math.min(T.align, d * eb)
 end
 M.offset_align = offset_align
@@ -394,7 +433,9 @@ end
 Tensor.__tostring = function(T)
   if T.space == "identity" then return "identity_tensor<" .. layout_str(T.layout) .. ">" end
   local info = dt.scalars[T.elem]
-  return ("tensor<%s, %s, %s>"):format(info and info.ir or "?", T.space, layout_str(T.layout))
+  local sw = ptr_swizzle(T)
+  local swz = sw and ("Sw<%d,%d,%d> o "):format(sw[1], sw[2], sw[3]) or ""
+  return ("tensor<%s, %s, %s%s>"):format(info and info.ir or "?", T.space, swz, layout_str(T.layout))
 end
 
 Tensor.__len = function(T) return tsize(T.layout.shape) end
@@ -663,7 +704,11 @@ local function alloc_tensor(kind, layout, dtype, align)
   tr.need_trace("cute.make_fragment / shared tensors")
   kind = public_name[kind] or kind
   tr.pending_check()
-  local L = M.as_layout(layout, kind)
+  local sw, k = M.composed_parts(layout)
+  if sw and kind == "cute.make_fragment" then
+    fail(("%s: a register tensor cannot have the swizzled layout %s"):format(kind, tostring(layout)))
+  end
+  local L = sw and M.composed_inner(layout) or M.as_layout(layout, kind)
   if not (is_static(L.shape) and is_static(L.stride)) then fail(kind .. ": the layout must be static") end
   local elem = type(dtype) == "table" and tr.dtype_ir[dtype.name] or dtype
   if not tr.tinfo[elem] then fail(kind .. ": unknown dtype " .. tostring(dtype)) end
@@ -673,6 +718,14 @@ local function alloc_tensor(kind, layout, dtype, align)
   if align ~= nil and (type(align) ~= "number" or align < 1 or align > 1024 or align % 1 ~= 0
     or math.floor(math.log(align) / math.log(2) + 0.5) ~= math.log(align) / math.log(2)) then
     fail(("%s: alignment %s is not a power of two from 1 to 1024"):format(kind, tostring(align)))
+  end
+  if sw then
+    -- Sw permutes offsets inside each aligned block of P = 2^(B+M+|S|) elements
+    -- (and the block rows are what smem banks see): whole blocks, P-aligned
+    local P = 2 ^ (sw[1] + sw[2] + math.abs(sw[3]))
+    if k < 0 then fail(("%s: the composed offset %d of %s is negative"):format(kind, k, tostring(layout))) end
+    n = math.ceil((n + k) / P) * P
+    align = math.max(align or 16, math.min(1024, P * elem_bytes(elem)))
   end
   local eb = elem_bytes(elem)
   align = math.max(align or 16, eb)
@@ -713,6 +766,10 @@ local function alloc_tensor(kind, layout, dtype, align)
   end
   if ref == 0 then tr.ir_fail() end
   local pv = tr.mk(ref, C.cute_ir_value_type(S.ir, ref))
+  if sw then
+    if off ~= 0 then pv = element_ptr(M.make(pv, 0, L, elem, space, align), off) end
+    return M.make({ ref = pv.ref, t = pv.t, sw = sw }, k, L, elem, space, align)
+  end
   return M.make(pv, off, L, elem, space, align)
 end
 M.STATIC_SMEM_LIMIT = 48 * 1024
@@ -722,6 +779,20 @@ M.DYN_SMEM_LIMIT = 227 * 1024
 -- new layout) or a traced pointer (e.g. T:ptr_at(crd)).
 function M.make_tensor(x, layout)
   tr.need_trace("cute.make_tensor")
+  local sw, k = M.composed_parts(layout)
+  if sw then
+    -- a swizzled view: the swizzle rides on a base pointer at x's element 0
+    local base = x
+    if is_tensor(x) then
+      if ptr_swizzle(x) or x.space == "identity" then
+        fail(("cute.make_tensor: %s is already swizzled or has no memory; give a plain tensor or pointer for %s")
+          :format(tostring(x), tostring(layout)))
+      end
+      base = element_ptr(x, 0)
+    end
+    local T = M.make_tensor(base, M.composed_inner(layout))
+    return M.make({ ref = T.ptr.ref, t = T.ptr.t, sw = sw }, k, T.layout, T.elem, T.space, T.align, T.idx)
+  end
   local L = M.as_layout(layout, "cute.make_tensor")
   if is_tensor(x) then return M.make(x.ptr, x.off, L, x.elem, x.space, x.align, x.idx) end
   if is_value(x) then
