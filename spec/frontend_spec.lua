@@ -210,6 +210,35 @@ describe("front end: locals assigned in traced branches and loops", function()
     end)
     assert.is_truthy(has(k4:ir(spec1(4), cute.Int32(2)), "store"))
   end)
+
+  it("a helper function of the kernel filling its own table works when called inside a traced branch", function()
+    -- (the table is the function's own: nothing was traced since it was made)
+    local k = cute.kernel(function(A, n)
+      local i = cute.arch.thread_idx()
+      local function twice(x)
+        local t = {}
+        for j = 0, 1 do t[j] = x * (j + 1) end
+        return t
+      end
+      if i < n then
+        local t = twice(i)
+        A[i] = t[1]
+      end
+      for j in cute.range(n) do
+        local t = twice(j)
+        A[j] = t[0]
+      end
+    end)
+    assert.is_truthy(has(k:ir(spec1(4), cute.Int32(2)), "store"))
+    -- a table from outside the helper, written by the helper inside a traced branch, stays an error
+    local k2 = cute.kernel(function(A, n)
+      local outer = {}
+      local function put(x) outer.x = x end -- MARK-helper-outer
+      local i = cute.arch.thread_idx()
+      if i < n then put(i) end
+    end)
+    at(trace_error(k2, spec1(4), cute.Int32(2)), "MARK-helper-outer")
+  end)
 end)
 
 describe("front end: loops", function()

@@ -347,8 +347,8 @@ end
 -- (0: a global or a table from outside the kernel's constructs).  A traced
 -- region opened since then makes the assignment unsafe (it would happen once,
 -- at trace time, whatever the GPU decides).
-function RT:traced_since(level)
-  local d = self.cstack[level + 1]
+function RT:traced_since(level, base)
+  local d = self.cstack[level + 1 + (base or 0)]
   local st = S()
   return d ~= nil and st ~= nil and #st.stack > d
 end
@@ -361,8 +361,11 @@ function RT:gset(name, v, level)
   return v
 end
 
-function RT:setf(o, k, v, level)
-  if self:traced_since(level or 0) and not require("cute.tensor").is_tensor(o) and not tr.is_var(o) then
+-- the construct depth on entry to a function defined inside the kernel
+function RT:cbase() return #self.cstack end
+
+function RT:setf(o, k, v, level, base)
+  if self:traced_since(level or 0, base) and not require("cute.tensor").is_tensor(o) and not tr.is_var(o) then
     fail(("assignment to the field %s of a %s declared outside a traced branch or loop: the GPU cannot " ..
       "change a Lua table; use a local, a fragment (cute.make_fragment) or a tensor"):format(tostring(k), type(o)))
   end

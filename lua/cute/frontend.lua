@@ -120,6 +120,24 @@ function R:exprlist(list)
   end
 end
 
+-- the level argument(s) of a setf call for a table declared `lvl` constructs
+-- deep: inside a nested function, relative to the constructs open when it was
+-- entered (a table declared outside the function keeps the absolute level)
+-- is the root name of an assignment target declared outside the current function?
+function R:outside_fn(target)
+  local e = target
+  while e.k == "Index" do e = e.obj end
+  if e.k ~= "Name" then return true end
+  local d = self:resolve(e.name)
+  return not (d and d.id >= self.fn.first_id)
+end
+
+function R:setf_level(lvl, target)
+  if self.fn.top then return (", %d);"):format(lvl) end
+  if not self:outside_fn(target) then return (", %d, __cute_cb);"):format(lvl - self.fn.frame_base) end
+  return ", 0);" -- declared outside the function: any traced region open at the call is too many
+end
+
 function R:rt_call(name, line)
   local w = self.w
   w:put(RT, line); w:put(":" .. name .. "(")
@@ -231,9 +249,13 @@ end
 function R:funcbody(f, top)
   local w = self.w
   local saved_fn, saved_frames = self.fn, self.frames
-  self.fn = { top = top, vararg = f.vararg, closure_depth = 0, loops = 0 }
+  self.fn = { top = top, vararg = f.vararg, closure_depth = 0, loops = 0, frame_base = #self.frames,
+    first_id = self.nid + 1 }
   self:push_scope()
   for _, p in ipairs(f.params) do self:declare(p) end
+  -- a function inside the kernel runs wherever it is called: the constructs
+  -- open at its call count from the depth they had on entry
+  if not top then w:put("local __cute_cb =", f.line); w:put(RT .. ":cbase();") end
   if f.vararg then w:put("local __cute_va =", f.line); w:put(RT .. ":pk(...)") end
   self:block(f.body)
   self:pop_scope()
@@ -345,10 +367,11 @@ function R:assign(st)
   local w = self.w
   local nf = #self.frames
   local checked = false
+  local nested = not self.fn.top -- a function inside the kernel: called wherever, so always checked
   for _, t in ipairs(st.targets) do
     if t.k == "Name" then
-      if not self:resolve(t.name) and nf > 0 then checked = true end
-    elseif self:level_of(t) < nf then
+      if not self:resolve(t.name) and (nf > 0 or nested) then checked = true end
+    elseif self:level_of(t) < nf or (nested and self:outside_fn(t)) then
       checked = true
     end
   end
@@ -384,7 +407,7 @@ function R:assign(st)
       self:rt_call("setf", t.line)
       self:expr(t.obj); w:put(",")
       if t.dotname then w:put(("%q"):format(t.dotname)) else self:expr(t.key) end
-      w:put((", %s, %d);"):format(tmps[i], lvl))
+      w:put(", " .. tmps[i] .. self:setf_level(lvl, t))
     end
   end
   w:put("end;")
@@ -542,7 +565,7 @@ function R:stat(st)
   elseif k == "Function" then
     -- function a.b.c:m(...) end  ==  a.b.c.m = function(self, ...) end
     if st.target.k == "Name" then
-      if #self.frames > 0 and not self:resolve(st.target.name) then
+      if (#self.frames > 0 or not self.fn.top) and not self:resolve(st.target.name) then
         w:put(("%s = %s:gset(%q,"):format(st.target.name, RT, st.target.name), st.line)
         self:func_expr_plain(st.func)
         w:put(", 0);")
@@ -555,11 +578,11 @@ function R:stat(st)
     else
       local tgt = st.target
       local lvl = self:level_of(tgt)
-      if lvl < #self.frames then
+      if lvl < #self.frames or (not self.fn.top and self:outside_fn(tgt)) then
         self:rt_call("setf", st.line)
         self:expr(tgt.obj); w:put(","); w:put(("%q"):format(tgt.dotname)); w:put(",")
         self:func_expr_plain(st.func)
-        w:put((", %d);"):format(lvl))
+        w:put(self:setf_level(lvl, tgt))
       else
         self:expr(tgt); w:put("=")
         self:func_expr_plain(st.func)

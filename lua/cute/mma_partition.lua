@@ -48,6 +48,23 @@ M.RegTensor = RegTensor
 local function is_reg(x) return getmetatable(x) == reg_mt end
 M.is_reg_tensor = is_reg
 
+-- A register tensor's storage: register fragments of at most CHUNK values
+-- each, indexed as one (st[i], st[i] = v, i from 0).  One fragment of 128
+-- accumulators would be one IR value of type f32[128] that every element
+-- update copies: LLVM's optimiser then takes time quadratic in the fragment's
+-- size (a minute for a 128 x 256 GEMM tile); fragments of 8 keep it linear and
+-- each MMA's operands in one or two of them.
+local CHUNK = 8
+local chunked_mt = {
+  __index = function(st, i) return rawget(st, "_c")[math.floor(i / CHUNK)][i % CHUNK] end,
+  __newindex = function(st, i, v) rawget(st, "_c")[math.floor(i / CHUNK)][i % CHUNK] = v end,
+}
+local function chunked_regs(dtype, n)
+  local c, arch = {}, nvgpu_arch()
+  for k = 0, math.ceil(n / CHUNK) - 1 do c[k] = arch.make_fragment_regs(dtype, math.min(CHUNK, n - k * CHUNK)) end
+  return setmetatable({ _c = c }, chunked_mt)
+end
+
 -- a register tensor of shape (a static shape tree) and dtype name
 local function make_reg(shape, dtype, what)
   if not is_static(shape) then
@@ -59,7 +76,7 @@ local function make_reg(shape, dtype, what)
     failf(what, "a fragment of shape %s holds %d values; a register fragment holds at most %d (partition a " ..
       "smaller tile)", ten.describe(shape), n, cf.C.CUTE_ARR_MAX)
   end
-  local frag = nvgpu_arch().make_fragment_regs(dt.dtypes[dtype], n)
+  local frag = chunked_regs(dt.dtypes[dtype], n)
   return setmetatable({ _frag = frag, _shape = shape, _stride = L:stride(), _off = 0, _n = n, _dtype = dtype,
     _compact = true }, reg_mt)
 end
@@ -324,9 +341,12 @@ function ThrMma.partition_fragment_C(thr, T) return thr:make_fragment_C(thr:part
 ----------------------------------------------------------------------------
 -- cute.gemm(tiled_mma, D, A, B, C)
 ----------------------------------------------------------------------------
-local function sizes3(r)
+-- (MMA, M, K) sizes; a rank-2 A or B (one k-block, e.g. tCrA[{_, _, k}]) has K = 1, as in CuTe
+local function sizes3(r, k_optional)
   local s = r._shape
-  if type(s) ~= "table" or #s ~= 3 then return nil end
+  if type(s) ~= "table" then return nil end
+  if #s == 2 and k_optional then return { ten.tsize(s[1]), ten.tsize(s[2]), 1 }, true end
+  if #s ~= 3 then return nil end
   return { ten.tsize(s[1]), ten.tsize(s[2]), ten.tsize(s[3]) }
 end
 
@@ -355,8 +375,9 @@ function M.gemm(t, D, A, B, Cc)
     if x._dtype ~= dtype then
       failf(what, "%s is a fragment of %s; the atom %s takes %s", k, x._dtype, atom.instruction, dtype)
     end
-    local s = sizes3(x)
+    local s, r2 = sizes3(x, k == "A" or k == "B")
     if not s then failf(what, "%s has shape %s, expected rank 3 %s", k, ten.describe(x._shape), shp) end
+    if r2 then want[k].rank2 = true end
     if s[1] ~= nv then
       failf(what, "%s has shape %s: its MMA mode holds %d values, the atom's %s holds %d per thread", k,
         ten.describe(x._shape), s[1], k, nv)
@@ -377,9 +398,9 @@ function M.gemm(t, D, A, B, Cc)
   local mma = arch.mma_sync{ shape = ("m%dn%dk%d"):format(am, an, ak), a_type = ab, b_type = ab,
     c_type = acc, d_type = acc }
   local va, vb, vc = want.A[3], want.B[3], want.C[3]
-  local function gather(src, dtype, nv, j, l)
+  local function gather(src, dtype, nv, j, l, rank2)
     local f = arch.make_fragment_regs(dt.dtypes[dtype], nv)
-    for i = 0, nv - 1 do f[i] = src[{ i, j, l }] end
+    for i = 0, nv - 1 do f[i] = rank2 and src[{ i, j }] or src[{ i, j, l }] end
     return f
   end
   -- k outermost, then M, then N (serpentine over N as CuTe's gemm)
@@ -387,8 +408,8 @@ function M.gemm(t, D, A, B, Cc)
     for m = 0, Mm - 1 do
       for nn = 0, Nn - 1 do
         local n = (m % 2 == 1) and (Nn - 1 - nn) or nn
-        local a = gather(A, atom.a_dtype, va, m, k)
-        local b = gather(B, atom.b_dtype, vb, n, k)
+        local a = gather(A, atom.a_dtype, va, m, k, want.A.rank2)
+        local b = gather(B, atom.b_dtype, vb, n, k, want.B.rank2)
         local c = gather(k == 0 and Cc or D, atom.acc_dtype, vc, m, n)
         mma(c, a, b, c)
         for i = 0, vc - 1 do D[{ i, m, n }] = c[i] end

@@ -782,16 +782,16 @@ function M.make_tensor(x, layout)
   local sw, k = M.composed_parts(layout)
   if sw then
     -- a swizzled view: the swizzle rides on a base pointer at x's element 0
-    local base = x
+    local base, align = x, nil
     if is_tensor(x) then
       if ptr_swizzle(x) or x.space == "identity" then
         fail(("cute.make_tensor: %s is already swizzled or has no memory; give a plain tensor or pointer for %s")
           :format(tostring(x), tostring(layout)))
       end
-      base = element_ptr(x, 0)
+      base, align = element_ptr(x, 0), offset_align(x, 0) -- (a view keeps what is known of x's alignment)
     end
     local T = M.make_tensor(base, M.composed_inner(layout))
-    return M.make({ ref = T.ptr.ref, t = T.ptr.t, sw = sw }, k, T.layout, T.elem, T.space, T.align, T.idx)
+    return M.make({ ref = T.ptr.ref, t = T.ptr.t, sw = sw }, k, T.layout, T.elem, T.space, align or T.align, T.idx)
   end
   local L = M.as_layout(layout, "cute.make_tensor")
   if is_tensor(x) then return M.make(x.ptr, x.off, L, x.elem, x.space, x.align, x.idx) end
