@@ -167,6 +167,14 @@ local function operand(x, shape, n, what)
   failf(what, "operand %s is not a TensorSSA, a number or a traced scalar", tostring(x))
 end
 
+-- the first TensorSSA among the arguments
+local function first_ssa(...)
+  for i = 1, select("#", ...) do
+    local x = select(i, ...)
+    if is_ssa(x) then return x end
+  end
+end
+
 -- the common shape of the TensorSSA arguments
 local function common_shape(what, args, nargs)
   local shape, first
