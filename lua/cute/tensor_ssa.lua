@@ -482,6 +482,29 @@ function M.threadquad_reduce(x, op) return M.butterfly_reduce(x, op, { 2, 1 }, "
 function M.threadquad_reduce_max(x) return M.butterfly_reduce(x, "max", { 2, 1 }, "cute.threadquad_reduce_max") end
 function M.threadquad_reduce_sum(x) return M.butterfly_reduce(x, "add", { 2, 1 }, "cute.threadquad_reduce_sum") end
 
+-- cute.full(shape, value, dtype), cute.full_like(v, value [, dtype]),
+-- cute.zeros_like(v [, dtype]): constant TensorSSAs (CuTe DSL's)
+function M.full(shape, value, dtype)
+  local what = "cute.full"
+  tr.need_trace(what)
+  if not ten.is_static(shape) then failf(what, "the shape %s must be static", ten.describe(shape)) end
+  local t = scalar_of(dtype, what)
+  local n = ten.tsize(shape)
+  if n > cf.C.CUTE_ARR_MAX then failf(what, "%s holds %d values; at most %d", ten.describe(shape), n, cf.C.CUTE_ARR_MAX) end
+  if not (type(value) == "number" or tr.is_value(value)) then
+    failf(what, "value %s is not a number or a traced scalar", tostring(value))
+  end
+  local x = tr.is_value(value) and (value.t == t and value or tr.cvt(value, t)) or tr.const(t, value, what)
+  local vals = {}
+  for i = 0, n - 1 do vals[i] = x end
+  return make(vals, shape, n)
+end
+function M.full_like(v, value, dtype)
+  if not is_ssa(v) then failf("cute.full_like", "%s is not a TensorSSA", tostring(v)) end
+  return M.full(v._shape, value, dtype or v.dtype)
+end
+function M.zeros_like(v, dtype) return M.full_like(v, 0, dtype) end
+
 -- cute.reduce(v, op, init, profile) (a function form)
 function M.reduce(v, ...)
   if not is_ssa(v) then failf("cute.reduce", "%s is not a TensorSSA (take one with t:load())", tostring(v)) end
@@ -500,7 +523,12 @@ function M.load(t, what)
     failf(what, "the tensor holds %d values; a TensorSSA holds at most %d", n, cf.C.CUTE_ARR_MAX)
   end
   local vals = {}
-  for i = 0, n - 1 do vals[i] = t[i] end
+  local f = rawget(t, "_frag")
+  if f and require("cute.nvgpu_arch").is_frag(f) then
+    vals = f:elements() -- a register tensor: one read of its fragment
+  else
+    for i = 0, n - 1 do vals[i] = t[i] end
+  end
   return make(vals, shape, n)
 end
 
@@ -519,6 +547,8 @@ function M.store(t, v, what)
   if want and have and want ~= have then
     failf(what, "the tensor holds %s and the value is of %s (convert with v:to(cute.%s))", want, have, want)
   end
+  local f = rawget(t, "_frag")
+  if f and require("cute.nvgpu_arch").is_frag(f) then return f:set_elements(v._vals) end -- one write
   for i = 0, v._n - 1 do t[i] = v._vals[i] end
 end
 
