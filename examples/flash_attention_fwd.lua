@@ -38,6 +38,29 @@ function M.config(opts)
   return { d = d, bm = bm, causal = opts.causal and true or false, scale = opts.scale or 1 / math.sqrt(d) }
 end
 
+-- the fragment layouts of the softmax and of the FA2 trick for BM query rows
+-- (MI = BM / 64 blocks of 16 rows per warp) and BN keys
+function M.layouts(BM)
+  local MI, NI = BM / 64, BN / 8
+  return {
+    -- a row statistic (shape (2, MI): C-fragment value mode 1 = row + 8, MMA_M)
+    -- seen at every element ((2,2), MI, n) of a C fragment: broadcast along v0 and n
+    row_view = function(n) return cute.make_layout({ { 1, 2 }, MI, n }, { { 0, 1 }, 2, 0 }) end,
+    -- S's C fragment ((2,2), MI, NI) with NI split as (2, NI/2): slicing key block kb
+    PK = cute.make_layout({ { 2, 2 }, MI, { 2, NI / 2 } }, { { 1, 2 }, 4, { 4 * MI, 8 * MI } }),
+    -- ... and that slice ((2,2), MI, 2) as the A fragment ((2,2,2), MI, 1) of m16n8k16:
+    -- a0 a1 (row g, cols 2t, 2t+1), a2 a3 (row g+8), a4..a7 (cols + 8) = c0..c3 of n blocks 2kb, 2kb+1
+    AFR = cute.make_layout({ { 2, 2, 2 }, MI, 1 }, { { 1, 2, 4 * MI }, 4, 0 }),
+  }
+end
+M.BN, M.THREADS = BN, NT
+
+-- the TiledMMA of the kernel: 4 warps along M, bf16 m16n8k16 -> f32
+function M.tiled_mma()
+  local op = cute.nvgpu.warp.MmaF16BF16Op{ ab_dtype = bf16, acc_dtype = f32, shape_mnk = { 16, 8, 16 } }
+  return cute.make_tiled_mma(op, { 4, 1, 1 })
+end
+
 -- the kernel for one configuration; Q, K, V, O are (B*H, S, D) bf16 tensors
 -- (S and D static: the kernel is specialised per sequence length)
 function M.make_kernel(opts)
@@ -48,8 +71,7 @@ function M.make_kernel(opts)
   local LD = D + 8 -- padded shared-memory rows (elements): 16-byte rows, no bank conflicts across rows
   local SCALE_LOG2 = cfg.scale * LOG2E
 
-  local op = cute.nvgpu.warp.MmaF16BF16Op{ ab_dtype = bf16, acc_dtype = f32, shape_mnk = { 16, 8, 16 } }
-  local tm = cute.make_tiled_mma(op, { 4, 1, 1 }) -- 128 threads, 64 x 8 x 16 per step
+  local tm = M.tiled_mma() -- 128 threads, 64 x 8 x 16 per step
   -- cp.async 16 bytes (8 bf16) per thread and copy: D / 8 threads per row
   local TPR = D / 8
   local g2s = cute.make_tiled_copy_tv(
@@ -57,14 +79,8 @@ function M.make_kernel(opts)
       { num_bits_per_copy = 128 }),
     cute.make_layout({ NT / TPR, TPR }, { TPR, 1 }), cute.make_layout({ 1, 8 }, { 8, 1 }))
 
-  -- a row statistic (shape (2, MI): C-fragment value mode 1 = row + 8, MMA_M)
-  -- seen at every element ((2,2), MI, n) of a C fragment: broadcast along v0 and n
-  local function row_view(n) return cute.make_layout({ { 1, 2 }, MI, n }, { { 0, 1 }, 2, 0 }) end
-  -- S's C fragment ((2,2), MI, NI) with NI split as (2, NI/2): slicing key block kb
-  local PK = cute.make_layout({ { 2, 2 }, MI, { 2, NI / 2 } }, { { 1, 2 }, 4, { 4 * MI, 8 * MI } })
-  -- ... and that slice ((2,2), MI, 2) as the A fragment ((2,2,2), MI, 1) of m16n8k16:
-  -- a0 a1 (row g, cols 2t, 2t+1), a2 a3 (row g+8), a4..a7 (cols + 8) = c0..c3 of n blocks 2kb, 2kb+1
-  local AFR = cute.make_layout({ { 2, 2, 2 }, MI, 1 }, { { 1, 2, 4 * MI }, 4, 0 })
+  local L = M.layouts(BM)
+  local row_view, PK, AFR = L.row_view, L.PK, L.AFR
 
   -- copy a (rows, D) tile of global memory to shared memory; with cT (the
   -- tile's coordinates) rows at or past S are zero-filled
@@ -222,7 +238,7 @@ function M.make_kernel(opts)
         if S % BM ~= 0 then cute.if_then(cute.lt(64 * mi + 8 * v1, nrow), put) else put() end
       end
     end
-  end, { name = ("flash_attention_fwd_d%d_bm%d%s"):format(D, BM, CAUSAL and "_causal" or "") })
+  end, { name = ("flash_attention_fwd_d%d_bm%d%s"):format(D, BM, CAUSAL and "_causal" or ""), ftz = true })
 end
 
 -- the tensor specs and launch shape of (B*H, S, D)
@@ -266,7 +282,9 @@ function M.check(opts, b, h, s)
   local n = bh * s * d
   local dev, host = {}, {}
   for _, name in ipairs({ "q", "k", "v" }) do
-    dev[name] = cute.from_host(ex.rand_floats(n, -1, 1), bf16, { bh, s, d })
+    local r, t1 = ex.rand_floats(n, -1, 1), {}
+    for i = 0, n - 1 do t1[i + 1] = r[i] end
+    dev[name] = cute.from_host(t1, bf16, { bh, s, d }) -- rounded to bf16
     local raw = dev[name]:to_host()
     local t = {}
     for i = 0, n - 1 do t[i] = bf16.to_number(raw[i]) end
