@@ -30,11 +30,14 @@ local ADD, MAX = cute.ReductionOp.ADD, cute.ReductionOp.MAX
 
 -- the configuration for head dimension d: BM query rows per CTA (128 for
 -- d = 64; 64 for d = 128, which keeps the O accumulator at 64 registers)
-function M.config(opts)
+function M.config(opts, level)
+  level = level or 2
   local d = opts.d or 64
-  if d ~= 64 and d ~= 128 then error("flash_attention_fwd: head dimension d = " .. tostring(d) .. " (64 or 128)", 2) end
+  if d ~= 64 and d ~= 128 then
+    error("flash_attention_fwd: head dimension d = " .. tostring(d) .. " (64 or 128)", level)
+  end
   local bm = opts.block_m or (d == 64 and 128 or 64)
-  if bm ~= 64 and bm ~= 128 then error("flash_attention_fwd: block_m = " .. tostring(bm) .. " (64 or 128)", 2) end
+  if bm ~= 64 and bm ~= 128 then error("flash_attention_fwd: block_m = " .. tostring(bm) .. " (64 or 128)", level) end
   return { d = d, bm = bm, causal = opts.causal and true or false, scale = opts.scale or 1 / math.sqrt(d) }
 end
 
@@ -64,7 +67,7 @@ end
 -- the kernel for one configuration; Q, K, V, O are (B*H, S, D) bf16 tensors
 -- (S and D static: the kernel is specialised per sequence length)
 function M.make_kernel(opts)
-  local cfg = M.config(opts)
+  local cfg = M.config(opts, 3)
   local D, BM, CAUSAL = cfg.d, cfg.bm, cfg.causal
   local MI = BM / 64 -- MMA_M: 16-row blocks per warp
   local NI = BN / 8 -- MMA_N of S
