@@ -113,11 +113,27 @@ function M.make_kernel(opts)
     local sV = cute.make_dynamic_shared_tensor(cute.make_layout({ BN, D }, { LD, 1 }), bf16, 16)
     local sVt = cute.make_tensor(sV, cute.make_layout({ D, BN }, { 1, LD })) -- V^T: (N = D, K = keys)
 
-    -- Q block -> shared -> registers (A fragments, one per 16 columns of D)
+    -- key blocks: [0, nfull) need no mask, [nfull, nkv) are masked
+    local nkv_all = math.ceil(S / BN)
+    local nkv, nfull
+    if CAUSAL then
+      nkv = cute.min(nkv_all, (mb + 1) * (BM / BN))
+      nfull = cute.min(math.floor(S / BN), mb * (BM / BN))
+    else
+      nkv, nfull = nkv_all, math.floor(S / BN)
+    end
+    local function kv_tile(T, j) return cute.local_tile(T, { BN, D }, { j, 0 }) end
+    -- the coordinates of key block j when it may run past S (its rows then zero-filled)
+    local function tail_crd(j) return S % BN ~= 0 and cute.local_tile(ident, { BN, D }, { j, 0 }) or nil end
+
+    -- Q block and K_0 -> shared (one cp.async group each); Q -> registers
+    -- (A fragments, one per 16 columns of D)
     load_tile(cute.local_tile(Qh, { BM, D }, { mb, 0 }), sQ,
       S % BM ~= 0 and cute.local_tile(ident, { BM, D }, { mb, 0 }) or nil, S)
     cute.arch.cp_async_commit_group()
-    cute.arch.cp_async_wait_group(0)
+    load_tile(kv_tile(Kh, 0), sK, tail_crd(0), S)
+    cute.arch.cp_async_commit_group()
+    cute.arch.cp_async_wait_group(1)
     cute.arch.sync_threads()
     local thr = tm:get_slice(tid)
     local tQ, tK, tV = {}, {}, {}
@@ -142,13 +158,11 @@ function M.make_kernel(opts)
     local rb = warp * 16 + cute.div(lane, 4)
     local cb = cute.rem(lane, 4) * 2
 
+    -- key block j; on entry K_j is in flight (the only pending cp.async group)
     local function step(j, masked)
-      -- K_j and V_j to shared memory (two cp.async groups: S = Q K^T waits for K only)
-      local cT = masked and S % BN ~= 0 and cute.local_tile(ident, { BN, D }, { j, 0 }) or nil
+      -- V_j to shared memory once every warp is done with V_{j-1}; wait for K_j only
       cute.arch.sync_threads()
-      load_tile(cute.local_tile(Kh, { BN, D }, { j, 0 }), sK, cT, S)
-      cute.arch.cp_async_commit_group()
-      load_tile(cute.local_tile(Vh, { BN, D }, { j, 0 }), sV, cT, S)
+      load_tile(kv_tile(Vh, j), sV, masked and tail_crd(j) or nil, S)
       cute.arch.cp_async_commit_group()
       cute.arch.cp_async_wait_group(1)
       cute.arch.sync_threads()
@@ -160,6 +174,10 @@ function M.make_kernel(opts)
         cute.copy(tK[kk], b)
         cute.gemm(tm, acc_S, tQ[kk], b, acc_S)
       end
+      -- sK is free: prefetch K_{j+1} while the softmax and O += P V_j run
+      cute.arch.sync_threads()
+      cute.if_then(cute.lt(j + 1, nkv), function() load_tile(kv_tile(Kh, j + 1), sK, tail_crd(j + 1), S) end)
+      cute.arch.cp_async_commit_group() -- (an empty group after the last block)
 
       -- mask columns past S and, causal, above the diagonal
       if masked then
@@ -195,8 +213,8 @@ function M.make_kernel(opts)
       row_sum:store(row_sum:load() * corr + p:reduce(ADD, 0.0, { { 1, _ }, _, 1 }))
       acc_O:store(acc_O:load() * corr:compose(row_view(D / 8)))
 
-      -- O += P V_j, P straight from registers as A fragments
-      cute.arch.cp_async_wait_group(0)
+      -- O += P V_j, P straight from registers as A fragments (V_j: all but the newest group)
+      cute.arch.cp_async_wait_group(1)
       cute.arch.sync_threads()
       local pk = p:to(bf16):compose(PK)
       for kb = 0, BN / 16 - 1 do
@@ -208,15 +226,6 @@ function M.make_kernel(opts)
       end
     end
 
-    -- key blocks: [0, nfull) need no mask, [nfull, nkv) are masked
-    local nkv_all = math.ceil(S / BN)
-    local nkv, nfull
-    if CAUSAL then
-      nkv = cute.min(nkv_all, (mb + 1) * (BM / BN))
-      nfull = cute.min(math.floor(S / BN), mb * (BM / BN))
-    else
-      nkv, nfull = nkv_all, math.floor(S / BN)
-    end
     for j in cute.range(0, nfull) do step(j, false) end
     if CAUSAL or nfull < nkv then
       for j in cute.range(nfull, nkv) do step(j, true) end
