@@ -7,6 +7,11 @@
 --   local s = v:reduce(cute.ReductionOp.ADD, 0.0, 0)        -- full reduction: a scalar
 --   local r = v:reduce(cute.ReductionOp.MAX, -math.huge, { cute._, 1 }) -- along mode 1
 --   t:store(w:to(cute.bfloat16))    -- shape and dtype checked
+--   v + r                           -- implicit broadcasting: r of shape (2) against (2,3) ...
+--   v[{ cute._, 1 }]                -- a slice: a TensorSSA of the modes marked cute._
+--   v:reduce(op, init, {{1, cute._}, cute._, 1})  -- nested profiles
+--   v:compose(layout)               -- the value seen through a layout
+--   cute.threadquad_reduce_max(r)   -- across the 4 lanes of an MMA C-fragment row (shuffles)
 --
 -- A TensorSSA holds one traced scalar per element, in the column-major order
 -- of its shape's compact layout: everything stays in registers (no arrays, no
@@ -319,9 +324,12 @@ local function tree_walk(what, label, shape, tree, on_leafs)
   local function walk(sh, t, path)
     if type(t) == "table" and getmetatable(t) == nil then
       local shs = type(sh) == "table" and sh or { sh }
-      if #t ~= #shs then
-        failf(what, "%s %s has %d entries where the shape %s has %d modes%s", label, ten.describe(tree), #t,
-          ten.describe(shape), #shs, path == "" and "" or " (at mode " .. path .. ")")
+      if #t ~= #shs and path == "" then
+        failf(what, "%s %s has %d entries where the shape %s has %d modes", label, ten.describe(tree), #t,
+          ten.describe(shape), #shs)
+      elseif #t ~= #shs then
+        failf(what, "%s %s: the entry %s at mode %s has %d entries where that mode of the shape %s, %s, has %d",
+          label, ten.describe(tree), ten.describe(t), path, #t, ten.describe(shape), ten.describe(sh), #shs)
       end
       local kept = {}
       for k = 1, #t do
