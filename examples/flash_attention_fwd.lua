@@ -179,8 +179,10 @@ function M.make_kernel(opts)
       cute.if_then(cute.lt(j + 1, nkv), function() load_tile(kv_tile(Kh, j + 1), sK, tail_crd(j + 1), S) end)
       cute.arch.cp_async_commit_group() -- (an empty group after the last block)
 
-      -- mask columns past S and, causal, above the diagonal
+      -- mask columns past S and, causal, above the diagonal (masked blocks
+      -- exist only when causal or when S is not a multiple of BN)
       if masked then
+        local TAIL = S % BN ~= 0
         local dcol = j * BN + cb -- column of element (v0 = 0, ni = 0)
         local drow = dcol - q0 - rb -- column - row of element 0
         for ni = 0, NI - 1 do
@@ -188,13 +190,15 @@ function M.make_kernel(opts)
             for v1 = 0, 1 do
               for v0 = 0, 1 do
                 local i = v0 + 2 * v1 + 4 * mi + 4 * MI * ni
+                -- (a Lua `if` / `and` on a traced condition would become a GPU branch:
+                -- the conditions are combined with cute.logical_and, chosen by Lua booleans)
                 local ok
-                if S % BN ~= 0 then ok = cute.lt(dcol, S - 8 * ni - v0) end
+                if TAIL then ok = cute.lt(dcol, S - 8 * ni - v0) end
                 if CAUSAL then
                   local c = cute.le(drow, 64 * mi + 8 * v1 - 8 * ni - v0)
-                  ok = ok and cute.logical_and(ok, c) or c
+                  if TAIL then ok = cute.logical_and(ok, c) else ok = c end
                 end
-                if ok then acc_S[i] = cute.where(ok, acc_S[i], -math.huge) end
+                acc_S[i] = cute.where(ok, acc_S[i], -math.huge)
               end
             end
           end
