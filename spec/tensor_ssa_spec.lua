@@ -327,6 +327,34 @@ describe("TensorSSA: broadcasting, slicing, nested reductions, compose, cross-la
     assert.are.equal("(2,2):7,7,7,7 TensorSSA<float32, ((2,2),(2,2))>", got.full)
   end)
 
+  it("register tensors read and written whole: copy in, copy across, load, compose, store, element write, copy out (optimised LLVM IR)", function()
+    local tm = tiled_mma()
+    local k = cute.kernel(function(X, Y)
+      local r = tm:make_fragment_C({ 4 })
+      cute.copy(X, r)
+      local r2 = tm:make_fragment_C({ 4 })
+      cute.copy(r, r2)
+      local w = tm:make_fragment_C({ 2, 2 })
+      w:store(r2:load():compose(cute.make_layout({ 2, 2 }, { 2, 1 })) + 0.5) -- the transpose of a 2 x 2: 0, 2, 1, 3
+      w[1] = w[1] * 3.0
+      cute.copy(w, Y)
+    end, { name = "tssa_whole" })
+    local r = k:with({ arch = "sm_80", opt_level = 3 }):compile(ts({ 4 }, f32), ts({ 4 }, f32))
+    -- evaluate the kernel's straight-line IR symbolically
+    local val, ptr, out = {}, { ["%X"] = { "X", 0 }, ["%Y"] = { "Y", 0 } }, {}
+    for line in r.llvm:match("define.-\n}"):gmatch("[^\n]+") do
+      local d, base, off = line:match("(%%%w+) = getelementptr inbounds i8, ptr addrspace%(1%) (%%%w+), i64 (%d+)")
+      if d then ptr[d] = { ptr[base][1], tonumber(off) / 4 } end
+      local l, p = line:match("(%%%w+) = load float, ptr addrspace%(1%) (%%%w+)")
+      if l then val[l] = ptr[p][1] .. ptr[p][2] end
+      local a, op, x, c = line:match("(%%%w+) = (f%a+) float (%%%w+), ([%d%.e%+%-]+)")
+      if a then val[a] = ("(%s %s %g)"):format(val[x], op == "fadd" and "+" or "*", tonumber(c)) end
+      local sv, sp = line:match("store float (%%%w+), ptr addrspace%(1%) (%%%w+)")
+      if sv then out[ptr[sp][2]] = val[sv] end
+    end
+    assert.are.same({ [0] = "(X0 + 0.5)", "((X2 + 0.5) * 3)", "(X1 + 0.5)", "(X3 + 0.5)" }, out, r.llvm)
+  end)
+
   it("cute.threadquad_reduce: two butterfly shuffles (lane xor 2, xor 1) per element, max.f32 / add.f32", function()
     local k = cute.kernel(function(X, Y, Z)
       local v = X:load()                                                  -- (2,4)
