@@ -243,3 +243,180 @@ describe("TensorSSA", function()
     for _, t in ipairs({ dX, dY, dR, dS }) do t:free() end
   end)
 end)
+
+describe("TensorSSA: broadcasting, slicing, nested reductions, compose, cross-lane reductions", function()
+  local tr, tssa = require("cute.trace"), require("cute.tensor_ssa")
+  local describe_shape = require("cute.tensor").describe
+  local _ = cute._
+  local function cvs(w)
+    local o = {}
+    for i = 0, w:size() - 1 do o[#o + 1] = w[i].cv end
+    return describe_shape(w.shape) .. ":" .. table.concat(o, ",")
+  end
+  local function labels(shape, n, f)
+    local vals = {}
+    for i = 0, n - 1 do vals[i] = tr.const(tr.T.I32, f(i)) end
+    return tssa.make(vals, shape, n)
+  end
+  local function on_constants(body)
+    local got = {}
+    local k = cute.kernel(function(X)
+      body(got)
+      X[0] = 0
+    end, { name = "tssa_fold" })
+    k:with({ arch = "sm_80" }):compile(ts({ 1 }, f32))
+    return got
+  end
+
+  it("implicit broadcasting: modes aligned from the left, size-1 modes (nested too) repeat, scalars everywhere", function()
+    local got = on_constants(function(got)
+      local v = labels({ 2, 3 }, 6, function(i) return 10 * i + 1 end) -- (r, c) = 10 (r + 2 c) + 1
+      got.rows = cvs(v + v:reduce(cute.ReductionOp.ADD, 0, { _, 1 }))        -- (2) against (2,3)
+      got.cols = cvs(tssa.make(v:reduce(cute.ReductionOp.ADD, 0, { 1, _ })._vals, { 1, 3 }, 3) + v) -- (1,3) on the left
+      got.one = cvs(v * labels(1, 1, function() return 2 end))              -- a 1-element value
+      local w = labels({ { 2, 2 }, 2 }, 8, function(i) return i end)
+      got.nested = cvs(w - labels({ { 1, 2 }, 1 }, 2, function(i) return 100 * (i + 1) end)) -- ((1,2),1) against ((2,2),2)
+      got.rank1 = cvs(labels({ { 2, 2 } }, 4, function(i) return i end) + labels({ { 2, 2 }, 2 }, 8, function(i) return 10 * i end))
+      got.scalar = cvs(3 - v)
+      got.err = select(2, pcall(function() return v + w end))
+    end)
+    assert.are.equal("(2,3):64,104,84,124,104,144", got.rows)
+    assert.are.equal("(2,3):13,23,73,83,133,143", got.cols)
+    assert.are.equal("(2,3):2,22,42,62,82,102", got.one)
+    assert.are.equal("((2,2),2):-100,-99,-198,-197,-96,-95,-194,-193", got.nested)
+    assert.are.equal("((2,2),2):0,11,22,33,40,51,62,73", got.rank1)
+    assert.are.equal("(2,3):2,-8,-18,-28,-38,-48", got.scalar)
+    assert.truthy(util.has(tostring(got.err), "TensorSSA +: shapes (2,3) and ((2,2),2) differ and do not broadcast (modes 2 and (2,2)"),
+      tostring(got.err))
+  end)
+
+  it("slicing v[{...}] with cute._ keeps modes (nested coordinates too); no cute._ gives the element", function()
+    local got = on_constants(function(got)
+      local v = labels({ 2, 3 }, 6, function(i) return 10 * i + 1 end)
+      got.col = cvs(v[{ _, 1 }])
+      got.row = cvs(v[{ 1, _ }])
+      got.elem = v[{ 1, 2 }].cv
+      local w = labels({ { 2, 2 }, 2, 2 }, 16, function(i) return i end)
+      got.nested = cvs(w[{ { _, 1 }, 0, _ }])
+      got.mode = cvs(w[{ 3, _, 1 }])       -- an integer into a nested mode: its column-major index
+      got.whole = cvs(w[{ _, 1, _ }])
+    end)
+    assert.are.equal("2:21,31", got.col)
+    assert.are.equal("3:11,31,51", got.row)
+    assert.are.equal(51, got.elem)
+    assert.are.equal("(2,2):2,3,10,11", got.nested)
+    assert.are.equal("2:11,15", got.mode)
+    assert.are.equal("((2,2),2):4,5,6,7,12,13,14,15", got.whole)
+  end)
+
+  it("nested reduction profiles keep the nested modes marked cute._; v:compose(layout) views a value through a layout", function()
+    local got = on_constants(function(got)
+      local w = labels({ { 2, 2 }, 2, 2 }, 16, function(i) return i end)
+      got.rows = cvs(w:reduce(cute.ReductionOp.ADD, 0, { { 1, _ }, _, 1 }))
+      got.inner = cvs(w:reduce(cute.ReductionOp.MAX, -1, { { _, 1 }, 1, _ }))
+      local mn = w:compose(cute.make_layout({ { 2, 2 }, { 2, 2 } }, { { 2, 4 }, { 1, 8 } })) -- rows (v1, m), cols (v0, n)
+      got.mn = cvs(mn)
+      local r = mn:reduce(cute.ReductionOp.MAX, -1, { _, 1 })
+      got.mnr = cvs(r) .. " " .. cvs(mn - r)
+      got.full = cvs(cute.full({ 2, 2 }, 7, cute.int32)) .. " " .. tostring(cute.zeros_like(mn, cute.float32))
+    end)
+    assert.are.equal("(2,2):18,26,34,42", got.rows)
+    assert.are.equal("(2,2):6,7,14,15", got.inner)
+    assert.are.equal("((2,2),(2,2)):0,2,4,6,1,3,5,7,8,10,12,14,9,11,13,15", got.mn)
+    assert.are.equal("((2,2)):9,11,13,15 ((2,2),(2,2)):-9,-9,-9,-9,-8,-8,-8,-8,-1,-1,-1,-1,0,0,0,0", got.mnr)
+    assert.are.equal("(2,2):7,7,7,7 TensorSSA<float32, ((2,2),(2,2))>", got.full)
+  end)
+
+  it("register tensors read and written whole: copy in, copy across, load, compose, store, element write, copy out (optimised LLVM IR)", function()
+    local tm = tiled_mma()
+    local k = cute.kernel(function(X, Y)
+      local r = tm:make_fragment_C({ 4 })
+      cute.copy(X, r)
+      local r2 = tm:make_fragment_C({ 4 })
+      cute.copy(r, r2)
+      local w = tm:make_fragment_C({ 2, 2 })
+      w:store(r2:load():compose(cute.make_layout({ 2, 2 }, { 2, 1 })) + 0.5) -- the transpose of a 2 x 2: 0, 2, 1, 3
+      w[1] = w[1] * 3.0
+      cute.copy(w, Y)
+    end, { name = "tssa_whole" })
+    local r = k:with({ arch = "sm_80", opt_level = 3 }):compile(ts({ 4 }, f32), ts({ 4 }, f32))
+    -- evaluate the kernel's straight-line IR symbolically
+    local val, ptr, out = {}, { ["%X"] = { "X", 0 }, ["%Y"] = { "Y", 0 } }, {}
+    for line in r.llvm:match("define.-\n}"):gmatch("[^\n]+") do
+      local d, base, off = line:match("(%%%w+) = getelementptr inbounds i8, ptr addrspace%(1%) (%%%w+), i64 (%d+)")
+      if d then ptr[d] = { ptr[base][1], tonumber(off) / 4 } end
+      local l, p = line:match("(%%%w+) = load float, ptr addrspace%(1%) (%%%w+)")
+      if l then val[l] = ptr[p][1] .. ptr[p][2] end
+      local a, op, x, c = line:match("(%%%w+) = (f%a+) float (%%%w+), ([%d%.e%+%-]+)")
+      if a then val[a] = ("(%s %s %g)"):format(val[x], op == "fadd" and "+" or "*", tonumber(c)) end
+      local sv, sp = line:match("store float (%%%w+), ptr addrspace%(1%) (%%%w+)")
+      if sv then out[ptr[sp][2]] = val[sv] end
+    end
+    assert.are.same({ [0] = "(X0 + 0.5)", "((X2 + 0.5) * 3)", "(X1 + 0.5)", "(X3 + 0.5)" }, out, r.llvm)
+  end)
+
+  it("cute.threadquad_reduce: two butterfly shuffles (lane xor 2, xor 1) per element, max.f32 / add.f32", function()
+    local k = cute.kernel(function(X, Y, Z)
+      local v = X:load()                                                  -- (2,4)
+      Y:store(cute.threadquad_reduce_max(v:reduce(cute.ReductionOp.MAX, -math.huge, { _, 1 }))) -- (2)
+      Z[0] = cute.threadquad_reduce(v:reduce(cute.ReductionOp.ADD, 0.0, 0), cute.ReductionOp.ADD)
+    end, { name = "tssa_quad" })
+    for _, arch in ipairs({ "sm_80", "sm_90a" }) do
+      local r = k:with({ arch = arch, use_ptxas = PTXAS, opt_level = 3 }):compile(ts({ 2, 4 }, f32), ts({ 2 }, f32), ts({ 1 }, f32))
+      local _, x2 = r.ptx:gsub("shfl%.sync%.bfly%.b32%s+%%[rf]%d+, %%[rf]%d+, 2, 31, %-1;", "")
+      local _, x1 = r.ptx:gsub("shfl%.sync%.bfly%.b32%s+%%[rf]%d+, %%[rf]%d+, 1, 31, %-1;", "")
+      assert.are.same({ 3, 3 }, { x2, x1 }, r.ptx)
+      if PTXAS then assert.are.equal(0, r.info.spill_stores, arch) end
+    end
+  end)
+
+  it("errors at the user's line: slices, compose, lane reductions, nested profiles", function()
+    local function trace(body)
+      return err_of(cute.kernel(body, { name = "tssa_bad" }), ts({ 2, 3 }, f32))
+    end
+    local e = trace(function(X) local s = X:load()[{ 2, _ }] end) -- MARK_SL1
+    assert.truthy(util.has(e, THIS .. ":" .. util.line_of(THIS, "MARK_SL1")), e)
+    assert.truthy(util.has(e, "TensorSSA slice: coordinate (2,_) of (2,3): 2 is not an integer in 0..1 (or cute._)"), e)
+    e = trace(function(X) local s = X:load()[{ _ }] end) -- MARK_SL2
+    assert.truthy(util.has(e, THIS .. ":" .. util.line_of(THIS, "MARK_SL2")), e)
+    assert.truthy(util.has(e, "has 1 entries where the shape (2,3) has 2 modes"), e)
+    e = trace(function(X) local s = X:load():compose(cute.make_layout(4, 2)) end) -- MARK_CMP
+    assert.truthy(util.has(e, THIS .. ":" .. util.line_of(THIS, "MARK_CMP")), e)
+    assert.truthy(util.has(e, "TensorSSA:compose: the layout 4:2 maps 3 to 6, outside the value's 0..5"), e)
+    e = trace(function(X) local s = cute.butterfly_reduce(X:load(), cute.ReductionOp.ADD, { 3 }) end) -- MARK_BF
+    assert.truthy(util.has(e, THIS .. ":" .. util.line_of(THIS, "MARK_BF")), e)
+    assert.truthy(util.has(e, "cute.butterfly_reduce: lane offset 3 is not a power of two in 1..16"), e)
+    e = trace(function(X) local s = X:load():reduce(cute.ReductionOp.ADD, 0.0, { { 1, _ }, 1 }) end) -- MARK_NP
+    assert.truthy(util.has(e, THIS .. ":" .. util.line_of(THIS, "MARK_NP")), e)
+    assert.truthy(util.has(e, "TensorSSA:reduce: reduction_profile ((1,_),1): the entry (1,_) at mode 0 has 2 entries " ..
+      "where that mode of the shape (2,3), 2, has 1"), e)
+    e = trace(function(X) local s = cute.full({ 2, 2 }, "x", cute.float32) end) -- MARK_FULL
+    assert.truthy(util.has(e, THIS .. ":" .. util.line_of(THIS, "MARK_FULL")), e)
+    assert.truthy(util.has(e, "cute.full: value x is not a number or a traced scalar"), e)
+  end)
+
+  gpu_it("quad reductions on random data: each lane's row max and row sum over its quad of lanes", function()
+    local k = cute.kernel(function(X, Y, Z)
+      local lane = cute.arch.thread_idx()
+      local v = X[{ lane, _ }]:load() * 1.0                      -- (4): this lane's four values
+      Y[{ lane, _ }]:store(cute.threadquad_reduce_max(v))
+      Z[{ lane, _ }]:store(cute.threadquad_reduce_sum(v))
+    end, { name = "tssa_quad_gpu" })
+    local x = util.rand_floats(128, -4, 4)
+    local host = {}
+    for i = 0, 127 do host[i + 1] = x[i] end
+    local dX, dY, dZ = cute.from_host(host, f32, { 32, 4 }), cute.zeros({ 32, 4 }, f32), cute.zeros({ 32, 4 }, f32)
+    k:launch{ grid = 1, block = 32 }(dX, dY, dZ)
+    local y, z = dY:to_host(), dZ:to_host()
+    for l = 0, 31 do
+      for j = 0, 3 do
+        local g = l - l % 4
+        local mx, sm = -math.huge, 0
+        for q = g, g + 3 do mx = math.max(mx, x[q * 4 + j]); sm = sm + x[q * 4 + j] end
+        assert.are.equal(mx, y[l * 4 + j], ("max lane %d value %d"):format(l, j))
+        assert.is_true(math.abs(z[l * 4 + j] - sm) <= 1e-5 * (1 + math.abs(sm)), ("sum lane %d value %d"):format(l, j))
+      end
+    end
+    for _, t in ipairs({ dX, dY, dZ }) do t:free() end
+  end)
+end)

@@ -365,7 +365,8 @@ end
 function RT:cbase() return #self.cstack end
 
 function RT:setf(o, k, v, level, base)
-  if self:traced_since(level or 0, base) and not require("cute.tensor").is_tensor(o) and not tr.is_var(o) then
+  if self:traced_since(level or 0, base) and not require("cute.tensor").is_tensor(o) and not tr.is_var(o)
+    and not require("cute.mma_partition").is_reg_tensor(o) then -- register tensors are variables too
     fail(("assignment to the field %s of a %s declared outside a traced branch or loop: the GPU cannot " ..
       "change a Lua table; use a local, a fragment (cute.make_fragment) or a tensor"):format(tostring(k), type(o)))
   end

@@ -73,6 +73,10 @@ cute.ReductionOp = tssa.ReductionOp
 cute.reduce = tssa.reduce
 cute.TensorSSA = tssa.TensorSSA
 cute.is_tensor_ssa = tssa.is_tensor_ssa
+cute.butterfly_reduce = tssa.butterfly_reduce
+cute.full, cute.full_like, cute.zeros_like = tssa.full, tssa.full_like, tssa.zeros_like
+cute.threadquad_reduce = tssa.threadquad_reduce
+cute.threadquad_reduce_max, cute.threadquad_reduce_sum = tssa.threadquad_reduce_max, tssa.threadquad_reduce_sum
 cute.min, cute.max = cute.math.min, cute.math.max
 do
   local where = cute.where

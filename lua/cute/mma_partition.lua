@@ -55,8 +55,43 @@ M.is_reg_tensor = is_reg
 -- size (a minute for a 128 x 256 GEMM tile); fragments of 8 keep it linear and
 -- each MMA's operands in one or two of them.
 local CHUNK = 8
+local Chunked = {}
+-- every value, each fragment read once: t[0 .. n-1]
+function Chunked.elements(st)
+  local t, c = {}, rawget(st, "_c")
+  for k = 0, #c do
+    local f = c[k]
+    local e = f.elements and f:elements()
+    for i = 0, rawget(f, "_n") - 1 do t[k * CHUNK + i] = e and e[i] or f[i] end
+  end
+  return t
+end
+-- vals[i] (nil: unchanged) written with one write per fragment touched
+function Chunked.set_elements(st, vals)
+  local c = rawget(st, "_c")
+  for k = 0, #c do
+    local part, any = {}, false
+    local f = c[k]
+    for i = 0, rawget(f, "_n") - 1 do
+      part[i] = vals[k * CHUNK + i]
+      any = any or part[i] ~= nil
+    end
+    if any and f.set_elements then f:set_elements(part)
+    elseif any then for i = 0, rawget(f, "_n") - 1 do if part[i] ~= nil then f[i] = part[i] end end end
+  end
+end
+function Chunked.fill(st, v)
+  local c = rawget(st, "_c")
+  for k = 0, #c do
+    local f = c[k]
+    if f.fill then f:fill(v) else for i = 0, rawget(f, "_n") - 1 do f[i] = v end end
+  end
+end
 local chunked_mt = {
-  __index = function(st, i) return rawget(st, "_c")[math.floor(i / CHUNK)][i % CHUNK] end,
+  __index = function(st, i)
+    if type(i) == "string" then return Chunked[i] end
+    return rawget(st, "_c")[math.floor(i / CHUNK)][i % CHUNK]
+  end,
   __newindex = function(st, i, v) rawget(st, "_c")[math.floor(i / CHUNK)][i % CHUNK] = v end,
 }
 local function chunked_regs(dtype, n)
@@ -156,7 +191,8 @@ function RegTensor.size(r) return r._n end
 function RegTensor.load(r) return require("cute.tensor_ssa").load(r, "register tensor:load") end
 function RegTensor.store(r, v) return require("cute.tensor_ssa").store(r, v, "register tensor:store") end
 function RegTensor.fill(r, v)
-  for i = 0, r._n - 1 do r[i] = v end
+  if r._frag.fill then return r._frag:fill(v) end -- one write per fragment
+  for i = 0, r._n - 1 do r._frag[i] = v end
 end
 
 -- cute.copy(src, dst) with a register tensor on either side: element i of
@@ -174,6 +210,17 @@ function M.copy(src, dst)
   if n ~= m then
     failf("cute.copy", "src %s and dst %s differ in size (%d vs %d)", ten.describe(shape_of(src)),
       ten.describe(shape_of(dst)), n, m)
+  end
+  if is_reg(dst) and nvgpu_arch().is_frag(dst._frag) then -- one write of the fragment
+    local vals = is_reg(src) and nvgpu_arch().is_frag(src._frag) and src._frag:elements() or {}
+    if not is_reg(src) then for i = 0, n - 1 do vals[i] = src[i] end end
+    dst._frag:set_elements(vals)
+    return
+  end
+  if is_reg(src) and nvgpu_arch().is_frag(src._frag) then -- one read of the fragment
+    local vals = src._frag:elements()
+    for i = 0, n - 1 do dst[i] = vals[i] end
+    return
   end
   for i = 0, n - 1 do dst[i] = src[i] end
 end
@@ -398,9 +445,26 @@ function M.gemm(t, D, A, B, Cc)
   local mma = arch.mma_sync{ shape = ("m%dn%dk%d"):format(am, an, ak), a_type = ab, b_type = ab,
     c_type = acc, d_type = acc }
   local va, vb, vc = want.A[3], want.B[3], want.C[3]
-  local function gather(src, dtype, nv, j, l, rank2)
+  -- each operand read once and D written once (a fragment read or write
+  -- moves the whole array: per element it would swamp the optimiser)
+  local function elements(r)
+    local f = r._frag
+    if f.elements then return f:elements() end
+    local t = {}
+    for i = 0, r._n - 1 do t[i] = f[i] end
+    return t
+  end
+  local function assign(f, vals, n)
+    if f.set_elements then return f:set_elements(vals) end
+    for i = 0, n - 1 do if vals[i] ~= nil then f[i] = vals[i] end end
+  end
+  local Av, Bv, acc = elements(A), elements(B), elements(Cc)
+  local function gather(src, vals, dtype, nv, j, l)
     local f = arch.make_fragment_regs(dt.dtypes[dtype], nv)
-    for i = 0, nv - 1 do f[i] = rank2 and src[{ i, j }] or src[{ i, j, l }] end
+    local g = {}
+    for i = 0, nv - 1 do g[i] = vals[reg_index(src, want[src == A and "A" or src == B and "B" or "C"].rank2
+      and { i, j } or { i, j, l })] end
+    assign(f, g, nv)
     return f
   end
   -- k outermost, then M, then N (serpentine over N as CuTe's gemm)
@@ -408,14 +472,16 @@ function M.gemm(t, D, A, B, Cc)
     for m = 0, Mm - 1 do
       for nn = 0, Nn - 1 do
         local n = (m % 2 == 1) and (Nn - 1 - nn) or nn
-        local a = gather(A, atom.a_dtype, va, m, k, want.A.rank2)
-        local b = gather(B, atom.b_dtype, vb, n, k, want.B.rank2)
-        local c = gather(k == 0 and Cc or D, atom.acc_dtype, vc, m, n)
+        local a = gather(A, Av, atom.a_dtype, va, m, k)
+        local b = gather(B, Bv, atom.b_dtype, vb, n, k)
+        local c = gather(Cc, acc, atom.acc_dtype, vc, m, n)
         mma(c, a, b, c)
-        for i = 0, vc - 1 do D[{ i, m, n }] = c[i] end
+        local cv = arch.is_frag(c) and c:elements() or c
+        for i = 0, vc - 1 do acc[reg_index(Cc, { i, m, n })] = cv[i] end
       end
     end
   end
+  assign(D._frag, acc, D._n)
 end
 
 return M

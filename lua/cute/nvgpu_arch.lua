@@ -112,8 +112,29 @@ function Frag.set(f, v)
   cf.ir_check(s.ir, C.cute_ir_vset(s.ir, rawget(f, "_var"), v.ref))
 end
 function Frag.size(f) return rawget(f, "_n") end
+-- every element as a traced scalar (a Lua table from 0), one read of the fragment
+function Frag.elements(f)
+  local v, e, out = f:value(), rawget(f, "_e"), {}
+  for i = 0, rawget(f, "_n") - 1 do out[i] = op(OP.EXTRACT, e, { v }, i) end
+  return out
+end
+-- replace the elements given in vals (a table from 0; nil keeps one), one write
+function Frag.set_elements(f, vals)
+  local v, e = f:value(), rawget(f, "_e")
+  for i = 0, rawget(f, "_n") - 1 do
+    local x = vals[i]
+    if x ~= nil then
+      x = tr.lift(x, e)
+      if x.t ~= e then x = tr.cvt(x, e) end
+      v = op(OP.INSERT, rawget(f, "_t"), { v, x }, i)
+    end
+  end
+  f:set(v)
+end
 function Frag.fill(f, x)
-  for i = 0, rawget(f, "_n") - 1 do f[i] = x end
+  local vals = {}
+  for i = 0, rawget(f, "_n") - 1 do vals[i] = x end
+  f:set_elements(vals)
 end
 
 local function frag_index(f, k)

@@ -1,0 +1,69 @@
+-- FlashAttention-2 forward (examples/flash_attention_fwd.lua) against PyTorch's
+-- scaled_dot_product_attention, flash backend (bench/flash_attention_torch.py,
+-- run in the same job), bf16, B=4 H=16 S=4096 D=128 by default, causal and
+-- not: TFLOP/s (4 B H S^2 D, halved when causal) and ours / torch.
+--   cuteluajit bench/flash_attention.lua [B] [H] [S] [D] [torch.json]
+-- Without a JSON file it runs python3 bench/flash_attention_torch.py itself
+-- (no baseline when PyTorch is missing). Timing: bench/timing.lua (warm-up
+-- >= 200 ms, >= 50 alternating rounds, medians).
+local cute = require("cute")
+local here = (arg[0]:match("(.*/)") or "./")
+local exdir = here .. "../examples/"
+local timing = dofile(here .. "timing.lua")
+
+local B, H, S, D = tonumber(arg[1]) or 4, tonumber(arg[2]) or 16, tonumber(arg[3]) or 4096, tonumber(arg[4]) or 128
+if not cute.available() then
+  print("bench/flash_attention.lua needs a GPU: " .. select(2, cute.available()))
+  return
+end
+
+-- the example as a module
+local f = assert(loadfile(exdir .. "flash_attention_fwd.lua"))
+local env = getfenv(f)
+env.arg, env.CUTE_EXAMPLE_LIB = { [0] = exdir .. "flash_attention_fwd.lua" }, true
+local FA = f()
+env.CUTE_EXAMPLE_LIB = nil
+
+-- PyTorch's figures (same GPU, same job)
+local base = {}
+local text
+if arg[5] then
+  local fh = io.open(arg[5])
+  if fh then text = fh:read("*a"); fh:close() end
+else
+  local p = io.popen(("python3 %sflash_attention_torch.py %d %d %d %d 2>/dev/null"):format(here, B, H, S, D))
+  if p then text = p:read("*a"); p:close() end
+end
+for k, v in (text or ""):gmatch('"([%w_]+)"%s*:%s*([%d%.eE+-]+)') do base[k] = tonumber(v) end
+
+print(("flash attention forward, bf16, B=%d H=%d S=%d D=%d (%s)"):format(B, H, S, D, cute.device(0).name or "GPU"))
+local st = timing.gpu_state and timing.gpu_state()
+if st then print(st) end
+local n = B * H * S * D
+local q = cute.zeros({ B * H, S, D }, cute.bfloat16)
+local k = cute.zeros({ B * H, S, D }, cute.bfloat16)
+local v = cute.zeros({ B * H, S, D }, cute.bfloat16)
+local o = cute.zeros({ B * H, S, D }, cute.bfloat16)
+-- small random values (the timing does not depend on them, NaNs would not matter either)
+do
+  local r, t = dofile(exdir .. "common.lua").rand_floats(n, -1, 1), {}
+  for i = 0, n - 1 do t[i + 1] = r[i] end
+  q:copy_from(t); k:copy_from(t); v:copy_from(t)
+end
+local tm = timing.new()
+for _, causal in ipairs({ false, true }) do
+  local opts = { d = D, causal = causal }
+  local launch = FA.make_kernel(opts):launch(FA.launch_cfg(opts, B * H, S))
+  local r = tm:time("ours" .. (causal and " causal" or ""), function() launch(q, k, v, o) end)
+  local flops = 4 * B * H * S * S * D / (causal and 2 or 1)
+  print(timing.line(r, flops / 1e9, "TFLOP/s"))
+  local key = causal and "fa_causal_tflops" or "fa_full_tflops"
+  local ours = flops / r.ms.median / 1e9
+  if base[key] then
+    print(("  torch SDPA flash %s: %.1f TFLOP/s (min..max %.1f..%.1f); ours / torch = %.3f"):format(
+      causal and "causal" or "full", base[key], base[key .. "_min"] or 0, base[key .. "_max"] or 0, ours / base[key]))
+  else
+    print("  torch SDPA flash: no baseline (python3 with torch not found)")
+  end
+end
+for _, t in ipairs({ q, k, v, o }) do t:free() end
