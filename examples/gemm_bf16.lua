@@ -130,7 +130,7 @@ local function make_gemm(cfg)
     local d = acc:load() * alpha
     if beta ~= 0 then
       local c = cute.make_fragment_like(acc, f32)
-      for e = 0, #acc - 1 do
+      for e = 0, #acc - 1 do -- (kernel code: `#` is the size)
         c[e] = 0.0
         if cute.elem_less(tCcC[e], { M, N }) then c[e] = tCgC[e]:to(f32) end
       end

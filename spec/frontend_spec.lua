@@ -787,3 +787,24 @@ describe("front end: sources", function()
     assert.equal(line_of("MARK-keepline"), ln)
   end)
 end)
+
+describe("front end: the length operator", function()
+  it("`#t` of a register tensor, a kernel tensor or a fragment is its size (LuaJIT ignores __len on tables)", function()
+    local op = cute.nvgpu.warp.MmaF16BF16Op{ ab_dtype = cute.bfloat16, acc_dtype = f32, shape_mnk = { 16, 8, 16 } }
+    local tm = cute.make_tiled_mma(op, { 1, 1, 1 })
+    local sizes = {}
+    local k = cute.kernel(function(A, Out)
+      local tid = cute.arch.thread_idx()
+      local acc = tm:get_slice(tid):partition_fragment_C(Out)
+      local frag = cute.arch.make_fragment_regs(f32, 6)
+      local plain = { 1, 2, 3 }
+      sizes = { #acc, #A, #frag, #plain, #"abcd" }
+      local c = cute.make_fragment_like(acc, f32)
+      for e = 0, #c - 1 do c[e] = A[e] end
+      Out[tid] = c:load():reduce(cute.ReductionOp.ADD, 0.0, 0)
+    end)
+    local ir = k:ir(cute.tensor_spec({ 16, 8 }, f32), cute.tensor_spec({ 16, 8 }, f32))
+    assert.are.same({ 4, 128, 6, 3, 4 }, sizes)
+    assert.are.equal(4, count(ir, "load "))
+  end)
+end)

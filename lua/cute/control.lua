@@ -361,6 +361,16 @@ function RT:gset(name, v, level)
   return v
 end
 
+-- `#x`: LuaJIT (Lua 5.1) ignores __len on tables, so the length of a tensor,
+-- register tensor, fragment or TensorSSA value (tables with __len) would be 0
+local getmetatable_, rawlen = getmetatable, function(x) return #x end
+function RT:len(x)
+  local mt = type(x) == "table" and getmetatable_(x)
+  local f = mt and rawget(mt, "__len")
+  if f then return f(x) end
+  return rawlen(x)
+end
+
 -- the construct depth on entry to a function defined inside the kernel
 function RT:cbase() return #self.cstack end
 

@@ -204,6 +204,8 @@ function R:expr(e)
   elseif k == "Unop" then
     if e.op == "not" then
       self:rt_call("not_", e.line); self:expr(e.e); w:put(")")
+    elseif e.op == "#" then
+      self:rt_call("len", e.line); self:expr(e.e); w:put(")")
     else
       w:put("(", e.line); w:put(e.op); self:expr(e.e); w:put(")")
     end
