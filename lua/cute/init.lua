@@ -145,6 +145,15 @@ dual("tiled_divide", tensor.tiled_divide)
 dual("flat_divide", tensor.flat_divide)
 dual("dice", tensor.dice)
 dual("size", tensor.size_of) -- i64 when a tensor's size can exceed 2^31 - 1
+do -- cute.size of a register tensor (tiled_mma:make_fragment_*) or a TensorSSA value: its (mode's) size
+  local size, regs = cute.size, require("cute.mma_partition")
+  cute.size = function(x, mode)
+    if regs.is_reg_tensor(x) or require("cute.tensor_ssa").is_tensor_ssa(x) then
+      return mode == nil and layout.size(x.shape) or layout.size(layout.get(x.shape, mode))
+    end
+    return size(x, mode)
+  end
+end
 
 cute.version = ffi.string(cf.C.cute_version())
 
