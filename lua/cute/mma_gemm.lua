@@ -113,8 +113,22 @@ local function list(n, s)
   return t
 end
 
--- fn(avals, bvals, cvals) -> dvals issuing atom.instruction once
-local function warp_instr(atom)
+-- M.instruction(atom) -> fn(avals, bvals, cvals) -> dvals: one atom
+-- instruction on Lua lists (from 1) of each operand's storage values in the
+-- order of the atom's value mode (a field of M, so a spec can put a model of
+-- the hardware in its place)
+function M.instruction(atom)
+  if atom.op.kind == "universal" then
+    local float = info_of(atom.acc_dtype).float
+    return function(a, b, c)
+      if float then return { require("cute.arch").math.fma(a[1], b[1], c[1]) } end
+      return { a[1] * b[1] + c[1] }
+    end
+  end
+  return M.warp_instruction(atom)
+end
+
+function M.warp_instruction(atom)
   local n = atom.num_registers
   local acc = info_of(atom.acc_dtype)
   local atype = acc.bits == 64 and T.F64 or acc.bits == 16 and T.U32 or acc.code
@@ -195,12 +209,6 @@ function M.gemm(t, D, A, B, Cc)
     if not part.is_reg_tensor(x) then
       failf(what, "%s = %s is not a register tensor (tiled_mma:make_fragment_%s)", k, tostring(x), fr)
     end
-    local owner = rawget(x, "_mma")
-    if owner and owner ~= t and not part.same_tiled_mma(owner, t) then
-      failf(what, "%s is a fragment of another tiled MMA (%s); this gemm's tiled MMA is %s", k,
-        owner.atom.instruction .. " " .. tostring(owner.atom_layout_mnk), atom.instruction .. " " ..
-        tostring(t.atom_layout_mnk))
-    end
     if x._dtype ~= dtype then
       failf(what, "%s is a fragment of %s; the atom %s takes %s for %s (make it with tiled_mma:make_fragment_%s)",
         k, x._dtype, atom.instruction, dtype, k, fr)
@@ -210,6 +218,11 @@ function M.gemm(t, D, A, B, Cc)
     if s[1] ~= nv then
       failf(what, "%s has shape %s: its MMA mode holds %d values, the atom's %s holds %d per thread", k,
         ten.describe(x._shape), s[1], k == "D" and "C" or k, nv)
+    end
+    local owner = rawget(x, "_mma")
+    if owner and owner ~= t and not part.same_tiled_mma(owner, t) then
+      failf(what, "%s is a fragment of another tiled MMA (%s, threads %s); this gemm's is %s, threads %s", k,
+        owner.atom.instruction, tostring(owner.thr_layout_vmnk), atom.instruction, tostring(t.thr_layout_vmnk))
     end
     sz[k] = s
   end
@@ -230,16 +243,7 @@ function M.gemm(t, D, A, B, Cc)
     for i = 0, nv - 1 do out[i + 1] = f[ten.crd2idx({ i, j, l }, r._shape, r._stride)] end
     return out
   end
-  local issue
-  if atom.op.kind == "universal" then
-    local float = info_of(atom.acc_dtype).float
-    issue = function(a, b, c)
-      if float then return { require("cute.arch").math.fma(a[1], b[1], c[1]) } end
-      return { a[1] * b[1] + c[1] }
-    end
-  else
-    issue = warp_instr(atom)
-  end
+  local issue = M.instruction(atom)
   -- k outermost, then M, then N (serpentine over N as CuTe's gemm)
   for k = 0, Kk - 1 do
     for m = 0, Mm - 1 do
