@@ -237,10 +237,25 @@ function M.gemm(t, D, A, B, Cc)
   if sz.B[3] ~= Kk then mismatch("A", "B", "MMA_K") end
 
   local va, vb, vc = want.A[3], want.B[3], want.C[3]
-  -- the storage values of a register tensor's (_, j, l)
-  local function gather(r, nv, j, l)
-    local f, out = rawget(r, "_frag"), {}
-    for i = 0, nv - 1 do out[i + 1] = f[ten.crd2idx({ i, j, l }, r._shape, r._stride)] end
+  -- every operand value is read from its fragment once and every D value
+  -- written once (the accumulators live in a Lua table in between): far fewer
+  -- whole-fragment updates for LLVM to take apart
+  local function reader(r)
+    local f, cache = rawget(r, "_frag"), {}
+    return function(i)
+      local v = cache[i]
+      if v == nil then v = f[i]; cache[i] = v end
+      return v
+    end
+  end
+  local rA, rB, rC = reader(A), reader(B), reader(Cc)
+  local acc = {}
+  local function gather(get, r, nv, j, l, pending)
+    local out = {}
+    for i = 0, nv - 1 do
+      local idx = ten.crd2idx({ i, j, l }, r._shape, r._stride)
+      out[i + 1] = pending and pending[idx] or get(idx)
+    end
     return out
   end
   local issue = M.instruction(atom)
@@ -249,11 +264,15 @@ function M.gemm(t, D, A, B, Cc)
     for m = 0, Mm - 1 do
       for nn = 0, Nn - 1 do
         local n = (m % 2 == 1) and (Nn - 1 - nn) or nn
-        local d = issue(gather(A, va, m, k), gather(B, vb, n, k), gather(k == 0 and Cc or D, vc, m, n))
-        local f = rawget(D, "_frag")
-        for i = 0, vc - 1 do f[ten.crd2idx({ i, m, n }, D._shape, D._stride)] = d[i + 1] end
+        local d = issue(gather(rA, A, va, m, k), gather(rB, B, vb, n, k),
+          gather(rC, Cc, vc, m, n, k > 0 and acc or nil))
+        for i = 0, vc - 1 do acc[ten.crd2idx({ i, m, n }, D._shape, D._stride)] = d[i + 1] end
       end
     end
+  end
+  local f = rawget(D, "_frag")
+  for i = 0, D._n - 1 do
+    if acc[i] ~= nil then f[i] = acc[i] end
   end
 end
 
