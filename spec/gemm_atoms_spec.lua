@@ -120,6 +120,27 @@ describe("cute.gemm for every atom: PTX and ptxas", function()
   end
 end)
 
+describe("the tiled-MMA GEMM examples compile", function()
+  local ex = dofile("examples/common.lua")
+  local dyn = function(x) return cute.dynamic(x) end
+  for _, e in ipairs({ { "gemm_tf32", f32, f32, f32, "sm_80", "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 32 },
+                       { "gemm_int8", i8, u8, i32, "sm_80", "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.u8.s32", 8 },
+                       { "gemm_fp8", cute.float8_e4m3fn, cute.float8_e4m3fn, f32, "sm_89",
+                         "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", 8 } }) do
+    it(("examples/%s.lua: %d x %s per K tile, assembled for %s and sm_90a"):format(e[1], e[7], e[6], e[5]), function()
+      local k = ex.load_kernel(e[1], { 100, 70, 90 })
+      for _, arch in ipairs({ e[5], "sm_90a" }) do
+        local r = k:with({ arch = arch, use_ptxas = PTXAS, opt_level = 3 }):compile(dyn(ts({ 100, 90 }, e[2])),
+          dyn(ts({ 70, 90 }, e[3])), dyn(ts({ 100, 70 }, e[4])), cute.Int32(100), cute.Int32(70), cute.Int32(90),
+          cute.Int32(2))
+        assert.are.equal(e[7], count(r.ptx, e[6] .. " "), arch)
+        assert.falsy(util.has(r.ptx, ".local"), arch)
+        if PTXAS then assert.are.equal(0, r.info.spill_stores, arch .. ": " .. tostring(r.ptxas_log)) end
+      end
+    end)
+  end
+end)
+
 local function trace_error(k, ...)
   local ok, e = pcall(k.ir, k, ...)
   assert.is_false(ok, "expected a trace error")

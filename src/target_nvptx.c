@@ -303,8 +303,8 @@ static int uses_fp8_mma(const cute_ir *ir) {
 }
 
 static int nvptx_prepare(cg *g, char *msg, size_t cap) {
-  if (g->sm == 89 && !g->ptx_req && g->ptx < 81 && uses_fp8_cvt(g->ir)) g->ptx_req = g->ptx = 81;
   if (!g->ptx_req && g->ptx < 84 && uses_fp8_mma(g->ir)) g->ptx_req = g->ptx = 84;
+  if (g->sm == 89 && !g->ptx_req && g->ptx < 81 && uses_fp8_cvt(g->ir)) g->ptx_req = g->ptx = 81;
   int need = nvptx_min_ptx(g->ir);
   if (!need) return 0;
   if (g->sm < 70 || (g->ptx_req && g->ptx_req < need)) {
