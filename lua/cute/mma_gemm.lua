@@ -65,7 +65,7 @@ end
 -- the warp-level instruction
 ----------------------------------------------------------------------------
 -- the values of one operand (Lua list of Values of the storage type) packed
--- into the atom's registers: { values = {...}, letter = "r" / "f" / "d" }
+-- into the atom's registers: the list of register values and their constraint letter ("r", "f", "d")
 local function pack(vals, dtype, nregs, is_acc)
   local info = info_of(dtype)
   local bits = info.bits
