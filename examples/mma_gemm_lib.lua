@@ -3,18 +3,19 @@
 -- N x K (K-major, CuTe's "TN"), any M, N, K known only at run time.
 --
 -- Each block computes a BM x BN tile of C.  Per K tile its threads stage the
--- BM x BK tile of A and the BN x BK tile of B in shared memory (one element
--- per copy; elements past M, N or K, found with an identity tensor and
--- cute.elem_less, are zero), then every thread copies its partition_A /
--- partition_B of the shared tiles into register fragments and cute.gemm
--- accumulates into its fragment of C.  The C fragment is written back under
--- the same predicate.  Simple and correct, not fast: no cp.async pipeline,
--- no ldmatrix, no swizzle (see the bf16 GEMM for those).
+-- BM x BK tile of A and the BN x BK tile of B in shared memory one element
+-- per copy (a 4-byte cp.async with opts.cp_async); elements past M, N or K,
+-- found with an identity tensor and cute.elem_less, are zero.  Then every
+-- thread copies its partition_A / partition_B of the shared tiles into
+-- register fragments and cute.gemm accumulates into its fragment of C, which
+-- is written back under the same predicate.  Simple and correct, not fast: no
+-- multistage pipeline, no ldmatrix, no swizzle (see the bf16 GEMM for those).
 local cute = require("cute")
 local M = {}
 
 -- opts: tiled_mma, a, b (dtypes of A and B in memory), c (dtype of C),
--- bm, bn, bk (the block tile)
+-- bm, bn, bk (the block tile), cp_async (stage 32-bit elements with 4-byte
+-- cp.async instead of loads and stores)
 function M.kernel(o)
   local tm, BM, BN, BK = o.tiled_mma, o.bm, o.bn, o.bk
   local nthr = tm.size
@@ -35,7 +36,12 @@ function M.kernel(o)
         local e = tid + i * nthr
         local r, c = cute.div(e, BK), cute.rem(e, BK)
         local gr, gc = row0 + r, kt * BK + c
-        if cute.elem_less({ gr, gc }, { rows_total, k }) then
+        local inside = cute.elem_less({ gr, gc }, { rows_total, k })
+        if o.cp_async then
+          -- one 4-byte cp.async per element; outside, src-size 0 reads nothing and writes zeros
+          cute.arch.cp_async(cute.local_tile(s, { 1, 1 }, { r, c }), cute.local_tile(X, { 1, 1 }, { gr, gc }), 4,
+            { src_size = inside and 4 or 0 })
+        elseif inside then
           s[{ r, c }] = X[{ gr, gc }]
         else
           s[{ r, c }] = 0
@@ -45,6 +51,10 @@ function M.kernel(o)
     for kt in cute.range(ktiles) do
       stage(A, sA, BM, bx * BM, m, kt)
       stage(B, sB, BN, by * BN, n, kt)
+      if o.cp_async then
+        cute.arch.cp_async_commit_group()
+        cute.arch.cp_async_wait_group(0)
+      end
       cute.arch.sync_threads()
       local tCsA, tCsB = thr:partition_A(sA), thr:partition_B(sB)
       local rA, rB = thr:make_fragment_A(tCsA), thr:make_fragment_B(tCsB)

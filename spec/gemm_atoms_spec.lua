@@ -135,6 +135,8 @@ describe("the tiled-MMA GEMM examples compile", function()
           cute.Int32(2))
         assert.are.equal(e[7], count(r.ptx, e[6] .. " "), arch)
         assert.falsy(util.has(r.ptx, ".local"), arch)
+        -- tf32 stages its f32 tiles with 4-byte cp.async (src-size 0 past the matrix)
+        assert.are.equal(e[1] == "gemm_tf32", util.has(r.ptx, "cp.async.ca.shared.global"), arch)
         if PTXAS then assert.are.equal(0, r.info.spill_stores, arch .. ": " .. tostring(r.ptxas_log)) end
       end
     end)
