@@ -46,6 +46,8 @@ M.cases = {
   { name = "universal fma f32", op = function() return cute.nvgpu.MmaUniversalOp(f32) end, a = f32, b = f32,
     c = f32, layout = { 16, 8, 1 }, value = function() return math.random() * 2 - 1 end, round = round_f32,
     tol = 2 ^ -16, k = 16 },
+  { name = "universal mad s32", op = function() return cute.nvgpu.MmaUniversalOp(i32) end, a = i32, b = i32,
+    c = i32, layout = { 8, 16, 1 }, value = function() return math.random(-1000, 1000) end, tol = 0, k = 16 },
 }
 
 function M.tiled_mma(c) return cute.make_tiled_mma(c.op(), c.layout) end
