@@ -280,22 +280,6 @@ describe("TiledMMA in a kernel: errors at the user's line", function()
     assert.truthy(util.has(e, "is not a register tensor (tiled_mma:make_fragment_A)"), e)
   end)
 
-  it("an op cute.gemm does not support yet", function()
-    local tf = cute.make_tiled_mma(cute.nvgpu.warp.MmaTF32Op{ shape_mnk = { 16, 8, 8 } })
-    local e = errs(function(A)
-      local thr = tf:get_slice(cute.arch.thread_idx())
-      local a = thr:partition_fragment_A(A) -- MARK_TF
-    end, ts({ 16, 8 }, f32))
-    at_line(e, "MARK_TF")
-    assert.truthy(util.has(e, "TiledMMA:make_fragment_A: cute.nvgpu.warp.MmaTF32Op is not supported yet " ..
-      "(supported: cute.nvgpu.warp.MmaF16BF16Op)"), e)
-    e = errs(function()
-      cute.gemm(tf, nil, nil, nil, nil) -- MARK_TG
-    end)
-    at_line(e, "MARK_TG")
-    assert.truthy(util.has(e, "cute.gemm: cute.nvgpu.warp.MmaTF32Op is not supported yet"), e)
-  end)
-
   it("a tensor that is not a multiple of the tile, a thread out of range, copies of different sizes", function()
     local e = errs(function(A)
       tm:get_slice(3):partition_A(A) -- MARK_MUL
@@ -338,9 +322,10 @@ end)
 -- accumulator label; afterwards every (m, n) holds the chain of all k steps.
 describe("cute.gemm pairs the fragments as the ISA's atoms", function()
   local arch = require("cute.nvgpu_arch")
+  local mg = require("cute.mma_gemm")
   local function run(ab, K, al, Mm, Nn, Kk, separate_d)
     local tm = tg.tiled_mma(ab, K, al)
-    local real_frag, real_mma = arch.make_fragment_regs, arch.mma_sync
+    local real_frag, real_mma = arch.make_fragment_regs, mg.instruction
     local problems, calls, done = {}, 0, {}
     local function problem(s) if #problems < 5 then problems[#problems + 1] = s end end
     local lane
@@ -349,9 +334,14 @@ describe("cute.gemm pairs the fragments as the ISA's atoms", function()
         local f = { _n = n }
         return setmetatable(f, { __len = function() return n end })
       end
-      arch.mma_sync = function(spec)
-        assert.are.equal(("m16n8k%d"):format(K), spec.shape)
-        return function(d, a, b, c)
+      mg.instruction = function(atom)
+        assert.are.equal(K, atom.shape_mnk[3])
+        return function(av, bv, cv)
+          -- the operands as lists from 1; the model reads them from 0
+          local a, b, c, d = {}, {}, {}, {}
+          for i = 1, #av do a[i - 1] = av[i] end
+          for i = 1, #bv do b[i - 1] = bv[i] end
+          for i = 1, #cv do c[i - 1] = cv[i] end
           calls = calls + 1
           local g, q = math.floor(lane / 4), lane % 4
           -- the atom-tile origin every value agrees on, or nil
@@ -381,8 +371,9 @@ describe("cute.gemm pairs the fragments as the ISA's atoms", function()
           end
           for i = 0, 3 do
             local r, cc = isa.C(K, g, q, i)
-            d[i] = { row = am + r, col = bn + cc, key = key, steps = steps + 1 }
+            d[i + 1] = { row = am + r, col = bn + cc, key = key, steps = steps + 1 }
           end
+          return d
         end
       end
       local ok, err = pcall(function()
@@ -409,7 +400,7 @@ describe("cute.gemm pairs the fragments as the ISA's atoms", function()
           end
         end
       end)
-      arch.make_fragment_regs, arch.mma_sync = real_frag, real_mma
+      arch.make_fragment_regs, mg.instruction = real_frag, real_mma
       if not ok then error(err, 0) end
     end, { name = "model" })
     k:ir(ts({ Mm, Kk }, ab), ts({ Nn, Kk }, ab), ts({ Mm, Nn }, f32))

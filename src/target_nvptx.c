@@ -289,7 +289,21 @@ static int uses_fp8_cvt(const cute_ir *ir) {
   return 0;
 }
 
+/* an fp8 mma.sync (inline PTX of cute.gemm's MmaFP8Op atoms) needs PTX 8.4: raised when no
+   version was asked for */
+static int uses_fp8_mma(const cute_ir *ir) {
+  for (int32_t fi = 1; fi < ir->nfuncs; fi++)
+    for (int32_t i = 1; i < ir->funcs[fi].ninst; i++) {
+      const ir_inst *in = &ir->funcs[fi].inst[i];
+      if (in->op != IR_ASM) continue;
+      const char *t = ir_strget(ir, (int32_t)in->imm);
+      if (t && strstr(t, "mma.sync") && (strstr(t, ".e4m3") || strstr(t, ".e5m2"))) return 1;
+    }
+  return 0;
+}
+
 static int nvptx_prepare(cg *g, char *msg, size_t cap) {
+  if (!g->ptx_req && g->ptx < 84 && uses_fp8_mma(g->ir)) g->ptx_req = g->ptx = 84;
   if (g->sm == 89 && !g->ptx_req && g->ptx < 81 && uses_fp8_cvt(g->ir)) g->ptx_req = g->ptx = 81;
   int need = nvptx_min_ptx(g->ir);
   if (!need) return 0;

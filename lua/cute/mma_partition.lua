@@ -27,6 +27,7 @@ local fail, failf = cf.fail, cf.failf
 local iadd, imul, idiv, imod = ten.iadd, ten.imul, ten.idiv, ten.imod
 
 local function nvgpu_arch() return require("cute.nvgpu_arch") end
+local function mg() return require("cute.mma_gemm") end
 
 local is_static = ten.is_static
 
@@ -100,8 +101,10 @@ local function chunked_regs(dtype, n)
   return setmetatable({ _c = c }, chunked_mt)
 end
 
--- a register tensor of shape (a static shape tree) and dtype name
-local function make_reg(shape, dtype, what)
+-- a register tensor of shape (a static shape tree) and dtype name; tf32 and
+-- fp8 values are kept as their bits (u32, u8: cute.mma_gemm.storage); tm:
+-- the tiled MMA that made it (nil for others)
+local function make_reg(shape, dtype, what, tm)
   if not is_static(shape) then
     failf(what, "the shape %s must be static", ten.describe(shape))
   end
@@ -111,9 +114,9 @@ local function make_reg(shape, dtype, what)
     failf(what, "a fragment of shape %s holds %d values; a register fragment holds at most %d (partition a " ..
       "smaller tile)", ten.describe(shape), n, cf.C.CUTE_ARR_MAX)
   end
-  local frag = chunked_regs(dt.dtypes[dtype], n)
+  local frag = chunked_regs(dt.scalars[mg().storage(dtype)].ir, n)
   return setmetatable({ _frag = frag, _shape = shape, _stride = L:stride(), _off = 0, _n = n, _dtype = dtype,
-    _compact = true }, reg_mt)
+    _compact = true, _mma = tm, _xfloat = dt.by_dtype[dtype].xfloat }, reg_mt)
 end
 M.make_reg = make_reg
 
@@ -123,7 +126,7 @@ M.make_reg = make_reg
 local function reg_view(r, shape, stride, off)
   local n = ten.tsize(shape)
   return setmetatable({ _frag = r._frag, _shape = shape, _stride = stride, _off = off, _n = n,
-    _dtype = r._dtype }, reg_mt)
+    _dtype = r._dtype, _mma = r._mma, _xfloat = r._xfloat }, reg_mt)
 end
 M.reg_view = reg_view
 
@@ -176,11 +179,16 @@ reg_mt.__index = function(r, k)
     return nil
   end
   if type(k) == "table" and ten.has_under(k) then return reg_slice(r, k) end
-  return rawget(r, "_frag")[reg_index(r, k)]
+  local v = rawget(r, "_frag")[reg_index(r, k)]
+  if rawget(r, "_xfloat") then return mg().from_storage(v, rawget(r, "_dtype")) end
+  return v
 end
 reg_mt.__newindex = function(r, k, v)
   if type(k) == "string" then failf("register tensor", "cannot set field %s", k) end
-  rawget(r, "_frag")[reg_index(r, k)] = v
+  local i = reg_index(r, k)
+  -- tf32 / fp8: converted (f32 -> tf32 rounds with cvt.rna.tf32.f32) and kept as bits
+  if rawget(r, "_xfloat") then v = mg().to_storage(v, rawget(r, "_dtype")) end
+  rawget(r, "_frag")[i] = v
 end
 reg_mt.__len = function(r) return r._n end
 reg_mt.__tostring = function(r)
@@ -191,7 +199,8 @@ function RegTensor.size(r) return r._n end
 function RegTensor.load(r) return require("cute.tensor_ssa").load(r, "register tensor:load") end
 function RegTensor.store(r, v) return require("cute.tensor_ssa").store(r, v, "register tensor:store") end
 function RegTensor.fill(r, v)
-  if r._frag.fill then return r._frag:fill(v) end -- one write per fragment
+  if r._xfloat then v = mg().to_storage(v, r._dtype) end
+  if r._compact and r._frag.fill then return r._frag:fill(v) end -- one write per fragment
   for i = 0, r._n - 1 do r._frag[i] = v end
 end
 
@@ -358,23 +367,23 @@ function ThrMma.partition_B(thr, T) return partition(thr, "B", T) end
 function ThrMma.partition_C(thr, T) return partition(thr, "C", T) end
 
 local frag_dtype = { A = "a_dtype", B = "b_dtype", C = "acc_dtype" }
-local function supported(t, what)
-  local op = t.atom.op
-  if op.kind ~= "f16bf16" then
-    failf(what, "cute.nvgpu.%s is not supported yet (supported: cute.nvgpu.warp.MmaF16BF16Op)", op.op_name)
-  end
+
+-- two tiled MMAs that partition and multiply alike (the same atom instruction,
+-- thread layout and tile)
+function M.same_tiled_mma(a, b)
+  return a.atom.instruction == b.atom.instruction and tostring(a.thr_layout_vmnk) == tostring(b.thr_layout_vmnk)
+    and table.concat(a.tile_size_mnk, ",") == table.concat(b.tile_size_mnk, ",")
 end
 
 -- make_fragment_X(x): x a partitioned tensor, a register tensor or a shape
 local function make_fragment(t, which, x)
   local what = "TiledMMA:make_fragment_" .. which
-  supported(t, what)
   local shape
   if ten.is_tensor(x) then shape = x.layout.shape
   elseif is_reg(x) then shape = x._shape
   elseif type(x) == "table" and not tr.is_value(x) then shape = x
   else failf(what, "%s is not a partitioned tensor or a shape", tostring(x)) end
-  return make_reg(shape, t.atom[frag_dtype[which]], what)
+  return make_reg(shape, t.atom[frag_dtype[which]], what, t)
 end
 M.make_fragment = make_fragment
 function ThrMma.make_fragment_A(thr, x) return make_fragment(thr.tiled_mma, "A", x) end
@@ -385,103 +394,7 @@ function ThrMma.partition_fragment_A(thr, T) return thr:make_fragment_A(thr:part
 function ThrMma.partition_fragment_B(thr, T) return thr:make_fragment_B(thr:partition_B(T)) end
 function ThrMma.partition_fragment_C(thr, T) return thr:make_fragment_C(thr:partition_C(T)) end
 
-----------------------------------------------------------------------------
--- cute.gemm(tiled_mma, D, A, B, C)
-----------------------------------------------------------------------------
--- (MMA, M, K) sizes; a rank-2 A or B (one k-block, e.g. tCrA[{_, _, k}]) has K = 1, as in CuTe
-local function sizes3(r, k_optional)
-  local s = r._shape
-  if type(s) ~= "table" then return nil end
-  if #s == 2 and k_optional then return { ten.tsize(s[1]), ten.tsize(s[2]), 1 }, true end
-  if #s ~= 3 then return nil end
-  return { ten.tsize(s[1]), ten.tsize(s[2]), ten.tsize(s[3]) }
-end
-
-function M.gemm(t, D, A, B, Cc)
-  local what = "cute.gemm"
-  tr.need_trace(what)
-  if not require("cute.mma").is_tiled_mma(t) then
-    failf(what, "the first argument %s is not a tiled MMA (cute.make_tiled_mma)", tostring(t))
-  end
-  supported(t, what)
-  local atom = t.atom
-  local am, an, ak = atom.shape_mnk[1], atom.shape_mnk[2], atom.shape_mnk[3]
-  local want = {
-    D = { D, atom.acc_dtype, am * an / 32, "(MMA, MMA_M, MMA_N)" },
-    A = { A, atom.a_dtype, am * ak / 32, "(MMA, MMA_M, MMA_K)" },
-    B = { B, atom.b_dtype, an * ak / 32, "(MMA, MMA_N, MMA_K)" },
-    C = { Cc, atom.acc_dtype, am * an / 32, "(MMA, MMA_M, MMA_N)" },
-  }
-  local sz = {}
-  for _, k in ipairs({ "D", "A", "B", "C" }) do
-    local x, dtype, nv, shp = want[k][1], want[k][2], want[k][3], want[k][4]
-    if not is_reg(x) then
-      failf(what, "%s = %s is not a register tensor (tiled_mma:make_fragment_%s)", k, tostring(x),
-        k == "D" and "C" or k)
-    end
-    if x._dtype ~= dtype then
-      failf(what, "%s is a fragment of %s; the atom %s takes %s", k, x._dtype, atom.instruction, dtype)
-    end
-    local s, r2 = sizes3(x, k == "A" or k == "B")
-    if not s then failf(what, "%s has shape %s, expected rank 3 %s", k, ten.describe(x._shape), shp) end
-    if r2 then want[k].rank2 = true end
-    if s[1] ~= nv then
-      failf(what, "%s has shape %s: its MMA mode holds %d values, the atom's %s holds %d per thread", k,
-        ten.describe(x._shape), s[1], k, nv)
-    end
-    sz[k] = s
-  end
-  local Mm, Nn, Kk = sz.C[2], sz.C[3], sz.A[3]
-  local function mismatch(a, b, mode)
-    failf(what, "%s %s and %s %s differ in %s", a, ten.describe(want[a][1]._shape), b,
-      ten.describe(want[b][1]._shape), mode)
-  end
-  if sz.D[2] ~= Mm or sz.D[3] ~= Nn then mismatch("D", "C", "shape") end
-  if sz.A[2] ~= Mm then mismatch("A", "C", "MMA_M") end
-  if sz.B[2] ~= Nn then mismatch("B", "C", "MMA_N") end
-  if sz.B[3] ~= Kk then mismatch("A", "B", "MMA_K") end
-  local ab, acc = dt.by_dtype[atom.a_dtype].ir, dt.by_dtype[atom.acc_dtype].ir
-  local arch = nvgpu_arch()
-  local mma = arch.mma_sync{ shape = ("m%dn%dk%d"):format(am, an, ak), a_type = ab, b_type = ab,
-    c_type = acc, d_type = acc }
-  local va, vb, vc = want.A[3], want.B[3], want.C[3]
-  -- each operand read once and D written once (a fragment read or write
-  -- moves the whole array: per element it would swamp the optimiser)
-  local function elements(r)
-    local f = r._frag
-    if f.elements then return f:elements() end
-    local t = {}
-    for i = 0, r._n - 1 do t[i] = f[i] end
-    return t
-  end
-  local function assign(f, vals, n)
-    if f.set_elements then return f:set_elements(vals) end
-    for i = 0, n - 1 do if vals[i] ~= nil then f[i] = vals[i] end end
-  end
-  local Av, Bv, acc = elements(A), elements(B), elements(Cc)
-  local function gather(src, vals, dtype, nv, j, l)
-    local f = arch.make_fragment_regs(dt.dtypes[dtype], nv)
-    local g = {}
-    for i = 0, nv - 1 do g[i] = vals[reg_index(src, want[src == A and "A" or src == B and "B" or "C"].rank2
-      and { i, j } or { i, j, l })] end
-    assign(f, g, nv)
-    return f
-  end
-  -- k outermost, then M, then N (serpentine over N as CuTe's gemm)
-  for k = 0, Kk - 1 do
-    for m = 0, Mm - 1 do
-      for nn = 0, Nn - 1 do
-        local n = (m % 2 == 1) and (Nn - 1 - nn) or nn
-        local a = gather(A, Av, atom.a_dtype, va, m, k)
-        local b = gather(B, Bv, atom.b_dtype, vb, n, k)
-        local c = gather(Cc, acc, atom.acc_dtype, vc, m, n)
-        mma(c, a, b, c)
-        local cv = arch.is_frag(c) and c:elements() or c
-        for i = 0, vc - 1 do acc[reg_index(Cc, { i, m, n })] = cv[i] end
-      end
-    end
-  end
-  assign(D._frag, acc, D._n)
-end
+-- cute.gemm(tiled_mma, D, A, B, C): lua/cute/mma_gemm.lua
+function M.gemm(...) return mg().gemm(...) end
 
 return M
