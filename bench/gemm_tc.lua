@@ -65,3 +65,35 @@ for _, n in ipairs(sizes) do
   end
   A:free(); B:free(); Cm:free()
 end
+
+-- bf16 GEMM, CuTe vocabulary (examples/gemm_bf16.lua: static shapes, one compile per size)
+local cutev = lib("gemm_bf16")
+for _, n in ipairs(sizes) do
+  local A = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
+  local B = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
+  local Cm = cute.zeros({ n, n }, cute.bfloat16)
+  local g = cutev.make_gemm{ bm = 128, bn = 256, warps_m = 2, warps_n = 4, stages = 4 }
+  local t = tflops("cute", n, function() g.launch(A, B, Cm, 1, 0) end)
+  row(("bf16 %d^3 CuTe TiledMMA 128x256x64 s4"):format(n), t, "cuBLAS (torch.matmul)", base["bf16_" .. n], ">= 0.6x")
+  A:free(); B:free(); Cm:free()
+end
+
+-- tf32 and int8 (examples/gemm_tf32.lua, gemm_int8.lua: 64x64 tiles, no pipeline)
+local n = sizes[1]
+do
+  local m = lib("gemm_tf32")
+  local A = cute.from_host(ex.rand_floats(n * n), cute.float32, { n, n })
+  local B = cute.from_host(ex.rand_floats(n * n), cute.float32, { n, n })
+  local Cm = cute.zeros({ n, n }, cute.float32)
+  local t = tflops("tf32", n, function() m.launch(A, B, Cm, n, n, n) end)
+  row(("tf32 %d^3 (simple 64x64 example)"):format(n), t, "cuBLAS tf32", base["tf32_" .. n], "")
+  A:free(); B:free(); Cm:free()
+end
+do
+  local m = lib("gemm_int8")
+  local A, B = cute.zeros({ n, n }, cute.int8), cute.zeros({ n, n }, cute.uint8)
+  local Cm = cute.zeros({ n, n }, cute.int32)
+  local t = tflops("int8", n, function() m.launch(A, B, Cm, n, n, n) end)
+  row(("int8 %d^3 TOP/s (simple 64x64 example)"):format(n), t, "torch._int_mm", base["int8_" .. n], "")
+  A:free(); B:free(); Cm:free()
+end

@@ -18,7 +18,7 @@ local op = cute.nvgpu.warp.MmaFP8Op{ ab_dtype = e4m3, acc_dtype = f32, shape_mnk
 local o = { tiled_mma = cute.make_tiled_mma(op, { 2, 2, 1 }), a = e4m3, b = e4m3, c = f32,
             bm = 64, bn = 64, bk = 32, name = "gemm_fp8" }
 local gemm = lib.kernel(o)
-if CUTE_EXAMPLE_LIB then return { kernel = gemm } end
+if CUTE_EXAMPLE_LIB then return { kernel = gemm, opts = o, launch = function(...) return lib.launch(gemm, o, ...) end } end
 
 local function compile_only(why)
   print(why)

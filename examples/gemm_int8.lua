@@ -16,7 +16,7 @@ local op = cute.nvgpu.warp.MmaI8Op{ a_dtype = i8, b_dtype = u8, acc_dtype = i32,
 local o = { tiled_mma = cute.make_tiled_mma(op, { 2, 2, 1 }), a = i8, b = u8, c = i32,
             bm = 64, bn = 64, bk = 32, name = "gemm_int8" }
 local gemm = lib.kernel(o)
-if CUTE_EXAMPLE_LIB then return { kernel = gemm } end
+if CUTE_EXAMPLE_LIB then return { kernel = gemm, opts = o, launch = function(...) return lib.launch(gemm, o, ...) end } end
 
 if not ex.gpu() then
   local dyn = function(s) return cute.dynamic(s) end

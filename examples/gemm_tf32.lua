@@ -18,7 +18,7 @@ local m, n, k = lib.sizes(arg, 200, 136, 100)
 local o = { tiled_mma = cute.make_tiled_mma(cute.nvgpu.warp.MmaTF32Op({ 16, 8, 8 }), { 2, 2, 1 }),
             a = f32, b = f32, c = f32, bm = 64, bn = 64, bk = 32, cp_async = true, name = "gemm_tf32" }
 local gemm = lib.kernel(o)
-if CUTE_EXAMPLE_LIB then return { kernel = gemm } end
+if CUTE_EXAMPLE_LIB then return { kernel = gemm, opts = o, launch = function(...) return lib.launch(gemm, o, ...) end } end
 
 if not ex.gpu() then
   local dyn = function(s) return cute.dynamic(s) end
