@@ -127,22 +127,24 @@ local function make_gemm(cfg)
     -- epilogue.  1. D = alpha * acc + beta * C in registers (C read where it exists)
     local cC = cute.local_tile(cute.make_identity_tensor({ M, N }), { BM, BN }, { by, bx })
     local tCgC, tCcC = thr_mma:partition_C(gC), thr_mma:partition_C(cC)
-    local d = acc:load() * alpha
-    if beta ~= 0 then
-      local c = cute.make_fragment_like(acc, f32)
-      for e = 0, #acc - 1 do -- (kernel code: `#` is the size)
-        c[e] = 0.0
-        if cute.elem_less(tCcC[e], { M, N }) then c[e] = tCgC[e]:to(f32) end
-      end
-      acc:store(d + c:load() * beta)
-    else
-      acc:store(d)
-    end
-    local tCrD = cute.make_fragment_like(acc, bf16)
-    tCrD:store(acc:load():to(bf16))
-    -- 2. registers -> shared (the stages are free: every cp.async has landed)
+    -- 2. D = alpha acc + beta C, to bf16, into the shared tile (the stages are free: every
+    --    cp.async has landed); C read one value at a time where it exists
     local sC = cute.make_tensor(smem, cute.make_layout({ BM, BN }, { CP, 1 }))
-    cute.copy(tCrD, thr_mma:partition_C(sC))
+    local tCsC = thr_mma:partition_C(sC)
+    if beta ~= 0 then
+      for e = 0, #acc - 1 do -- (kernel code: `#` is the size)
+        local d = acc[e] * alpha
+        if cute.elem_less(tCcC[e], { M, N }) then
+          tCsC[e] = (d + tCgC[e]:to(f32) * beta):to(bf16) -- each C value used where it is read
+        else
+          tCsC[e] = d:to(bf16)
+        end
+      end
+    else
+      local tCrD = cute.make_fragment_like(acc, bf16)
+      tCrD:store((acc:load() * alpha):to(bf16))
+      cute.copy(tCrD, tCsC)
+    end
     cute.arch.sync_threads()
     -- 3. shared -> global, 8 values (16 bytes) per copy where the row has them
     local row_chunks = BN / 8
