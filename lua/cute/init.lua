@@ -147,11 +147,12 @@ dual("dice", tensor.dice)
 dual("size", tensor.size_of) -- i64 when a tensor's size can exceed 2^31 - 1
 do -- cute.size of a register tensor (tiled_mma:make_fragment_*) or a TensorSSA value: its (mode's) size
   local size, regs = cute.size, require("cute.mma_partition")
-  cute.size = function(x, mode)
+  cute.size = function(x, ...)
     if regs.is_reg_tensor(x) or require("cute.tensor_ssa").is_tensor_ssa(x) then
+      local mode = ...
       return mode == nil and layout.size(x.shape) or layout.size(layout.get(x.shape, mode))
     end
-    return size(x, mode)
+    return size(x, ...)
   end
 end
 
