@@ -18,11 +18,7 @@ local function rand(c, which, n)
   for i = 0, n - 1 do t[i] = c.value(which) end
   return t
 end
-local function one_based(t, n)
-  local o = {}
-  for i = 0, n - 1 do o[i + 1] = t[i] end
-  return o
-end
+local one_based = util.one_based
 
 local function device_sm()
   local a = require("cute.compile").device_arch()

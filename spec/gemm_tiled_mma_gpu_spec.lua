@@ -17,11 +17,7 @@ local function rand_ints(n)
   for i = 0, n - 1 do t[i] = math.floor(r[i]) end
   return t
 end
-local function one_based(t, n)
-  local o = {}
-  for i = 0, n - 1 do o[i + 1] = t[i] end
-  return o
-end
+local one_based = util.one_based
 
 local function run(ab, K, al, Mm, Nn, Kk, add_c)
   local tm = tg.tiled_mma(ab, K, al)

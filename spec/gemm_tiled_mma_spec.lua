@@ -214,14 +214,8 @@ describe("cute.gemm from shared memory and with f16 accumulators", function()
   end)
 end)
 
-local function trace_error(k, ...)
-  local ok, e = pcall(k.ir, k, ...)
-  assert.is_false(ok, "expected a trace error")
-  return tostring(e)
-end
-local function at_line(e, marker)
-  assert.is_truthy(e:find(THIS .. ":" .. util.line_of(THIS, marker) .. ":", 1, true), e)
-end
+local trace_error = util.trace_error
+local function at_line(e, marker) util.at_line(THIS, e, marker) end
 local function errs(body, ...)
   return trace_error(cute.kernel(body, { name = "bad" }), ...)
 end

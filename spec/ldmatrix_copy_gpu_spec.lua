@@ -22,11 +22,7 @@ local function rand_ints(n, lo, hi)
   for i = 0, n - 1 do t[i] = math.floor(r[i]) end
   return t
 end
-local function one_based(t, n)
-  local o = {}
-  for i = 0, n - 1 do o[i + 1] = t[i] end
-  return o
-end
+local one_based = util.one_based
 
 -- run the kernel of cfg on random A, B and compare C with the reference
 local function run(cfg)

@@ -32,14 +32,8 @@ local function both(k, want, ...)
   if not PTXAS then pending("ptxas not found: PTX checked, not assembled") end
 end
 
-local function trace_error(k, ...)
-  local ok, e = pcall(k.ir, k, ...)
-  assert.is_false(ok, "expected a trace error")
-  return tostring(e)
-end
-local function at_line(e, marker)
-  assert.is_truthy(e:find(THIS .. ":" .. line_of(marker) .. ":", 1, true), e)
-end
+local trace_error = util.trace_error
+local function at_line(e, marker) util.at_line(THIS, e, marker) end
 
 -- one warp: A (8 per lane), B (4 per lane) -> D (4 per lane), the fragment layout as given
 local function mma_kernel(ab, shape, acc)

@@ -71,6 +71,25 @@ function M.expect_error(f, ...)
   end
 end
 
+-- the error tracing k with these arguments raises (fails when it does not)
+function M.trace_error(k, ...)
+  local ok, e = pcall(k.ir, k, ...)
+  assert(not ok, "expected a trace error")
+  return tostring(e)
+end
+
+-- e is located at the line of `file` that holds marker
+function M.at_line(file, e, marker)
+  assert(e:find(file .. ":" .. M.line_of(file, marker) .. ":", 1, true), e)
+end
+
+-- t[0 .. n-1] as a Lua sequence
+function M.one_based(t, n)
+  local o = {}
+  for i = 0, n - 1 do o[i + 1] = t[i] end
+  return o
+end
+
 function M.gpu_it(name, fn)
   if gpu == nil then gpu, why = require("cute").available() end
   local env = getfenv(2)
