@@ -34,7 +34,7 @@ else
   local p = io.popen(("python3 %sflash_attention_torch.py %d %d %d %d 2>/dev/null"):format(here, B, H, S, D))
   if p then text = p:read("*a"); p:close() end
 end
-for k, v in (text or ""):gmatch('"([%w_]+)"%s*:%s*([%d%.eE+-]+)') do base[k] = tonumber(v) end
+for k, v in pairs(timing.json_numbers(text)) do base[k] = v end
 
 print(("flash attention forward, bf16, B=%d H=%d S=%d D=%d (%s)"):format(B, H, S, D, cute.device(0).name or "GPU"))
 local st = timing.gpu_state and timing.gpu_state()

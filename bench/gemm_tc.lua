@@ -12,14 +12,7 @@ if not cute.available() then
   print("bench/gemm_tc.lua needs a GPU: " .. select(2, cute.available()))
   return
 end
-local base = {}
-if arg[1] then
-  local f = io.open(arg[1])
-  if f then
-    for k, v in f:read("*a"):gmatch('"([%w_]+)"%s*:%s*([%d%.eE+-]+)') do base[k] = tonumber(v) end
-    f:close()
-  end
-end
+local base = timing.json_numbers(arg[1])
 local sizes = {}
 for i = 2, #arg do sizes[#sizes + 1] = tonumber(arg[i]) end
 if #sizes == 0 then sizes = { 4096, 8192 } end

@@ -20,14 +20,7 @@ if not cute.available() then
 end
 
 -- baselines from PyTorch (optional)
-local base = {}
-if arg[1] then
-  local f = io.open(arg[1])
-  if f then
-    for k, v in f:read("*a"):gmatch('"([%w_]+)"%s*:%s*([%d%.eE+-]+)') do base[k] = tonumber(v) end
-    f:close()
-  end
-end
+local base = timing.json_numbers(arg[1])
 
 local load_example = ex.load_kernel
 

@@ -166,4 +166,17 @@ function T.gpu_state()
   return "SM clock, mem clock, temperature, power: " .. line
 end
 
+-- the numbers of a flat JSON object (the baselines bench/*.py print): text, or a file path
+function T.json_numbers(text_or_path)
+  local text = text_or_path
+  if text and not text:find("{", 1, true) then
+    local f = io.open(text)
+    text = f and f:read("*a")
+    if f then f:close() end
+  end
+  local out = {}
+  for k, v in (text or ""):gmatch('"([%w_]+)"%s*:%s*([%d%.eE+-]+)') do out[k] = tonumber(v) end
+  return out
+end
+
 return T

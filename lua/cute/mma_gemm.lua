@@ -133,14 +133,7 @@ function M.warp_instruction(atom)
   local acc = info_of(atom.acc_dtype)
   local atype = acc.bits == 64 and T.F64 or acc.bits == 16 and T.U32 or acc.code
   local dl = acc.bits == 64 and "d" or (acc.float and acc.bits == 32) and "f" or "r"
-  local k = 0
-  local function regs(cnt)
-    local r = {}
-    for i = 1, cnt do r[i] = "$" .. k; k = k + 1 end
-    return "{" .. table.concat(r, ",") .. "}"
-  end
-  local dr = regs(n.D)
-  local ar, br, cr = regs(n.A), regs(n.B), regs(n.C)
+  local dr, ar, br, cr = require("cute.nvgpu_arch").asm_groups(n.D, n.A, n.B, n.C)
   local text = ("%s %s, %s, %s, %s;"):format(atom.instruction, dr, ar, br, cr)
   return function(av, bv, cv)
     local a, la = pack(av, atom.a_dtype, n.A, false)

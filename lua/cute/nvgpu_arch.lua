@@ -269,6 +269,17 @@ local function type_name(x, key, what)
   return tr.tinfo[e].name, e
 end
 
+-- inline-PTX operand groups numbered in order: asm_groups(4, 2) -> "{$0,$1,$2,$3}", "{$4,$5}"
+function M.asm_groups(...)
+  local out, o = {}, 0
+  for g = 1, select("#", ...) do
+    local r = {}
+    for i = 1, (select(g, ...)) do r[i] = "$" .. o; o = o + 1 end
+    out[g] = "{" .. table.concat(r, ",") .. "}"
+  end
+  return unpack(out)
+end
+
 -- cute.arch.mma_sync{shape, a_type, b_type, c_type, d_type} -> instr(d, a, b, c)
 function M.mma_sync(spec)
   local what = "cute.arch.mma_sync"
@@ -292,14 +303,7 @@ function M.mma_sync(spec)
   end
   local nc, nd = ct == "f32" and 4 or 2, dtn == "f32" and 4 or 2
   local ptx = ("mma.sync.aligned.%s.row.col.%s.%s.%s.%s"):format(spec.shape, dtn, at, bt, ct)
-  local o = 0
-  local function regs(n)
-    local r = {}
-    for i = 1, n do r[i] = "$" .. o; o = o + 1 end
-    return "{" .. table.concat(r, ",") .. "}"
-  end
-  local dr = regs(nd)
-  local ar, br, cr = regs(shp.a), regs(shp.b), regs(nc)
+  local dr, ar, br, cr = M.asm_groups(nd, shp.a, shp.b, nc)
   local text = ("%s %s, %s, %s, %s;"):format(ptx, dr, ar, br, cr)
   local cons = list(nd, function() return dtn == "f32" and "=f" or "=r" end) .. "," ..
     list(shp.a + shp.b, function() return "r" end) .. "," .. list(nc, function() return ct == "f32" and "f" or "r" end)
