@@ -79,7 +79,7 @@ local function partition(thr, which, T)
   end
   local tv = which == "S" and t:get_layoutS_TV() or t:get_layoutD_TV()
   -- run-time strides (a tile of a cute.dynamic tensor): the algebra on the
-  -- tile's compact proxy, each result stride mapped to the real strides
+  -- tile's static proxy, each result stride mapped to the real strides
   local dynamic = not is_static(d)
   local Z = layout.zipped_divide(dynamic and dp.proxy(s) or layout.make_layout(s, d), tiler)
   local R = layout.composition(Z, { tv, _ })

@@ -2,15 +2,16 @@
 -- partition_A/B/C) of a tile whose shape is static but whose strides are
 -- known only at run time (a cute.local_tile of a cute.dynamic tensor).
 --
--- The layout algebra runs on a static proxy of the tile: the compact
--- column-major layout of its shape, whose index is the tile's coordinate
--- (colexicographic over the tile's leaves).  Each leaf of the result has a
--- proxy stride x: one step of that leaf moves the coordinate by
--- idx2crd(x) = (c_1, ..., c_n) over the tile's leaves.  The real stride of
--- that leaf is then sum_i c_i * stride_i (traced arithmetic, constant-folded
--- where static).  That is exact when no combination of the result's
--- coordinates carries from one tile leaf into the next: for every leaf i but
--- the last, sum over result leaves of (shape - 1) * c_i < s_i (checked;
+-- The layout algebra runs on a static proxy of the tile: a layout of its
+-- shape whose strides leave a gap between modes (mode i's stride is
+-- prod_{j<i} 2 s_j), so that, as with strides unknown to the algebra, no
+-- two modes of the tile ever coalesce, and a proxy offset reads back as a
+-- coordinate (mixed radix 2 s_i).  Each leaf of the result has a proxy
+-- stride x: one step of that leaf moves the tile's coordinate by
+-- (c_1, ..., c_n).  Its real stride is sum_i c_i * stride_i (traced
+-- arithmetic, constant-folded where static).  That is exact when no
+-- combination of the result's coordinates leaves a tile mode: for every leaf
+-- i but the last, sum over result leaves of (shape - 1) * c_i < s_i (checked;
 -- an error naming the operation otherwise).
 --
 --   local R = layout_fn(proxy(T))           -- a static cute layout
@@ -37,17 +38,25 @@ local function leaves(s, d, out)
 end
 M.leaves = leaves
 
--- the static proxy of a tile of static shape s: its compact column-major layout
+-- the static proxy of a tile of static shape s (a shape tree)
+local function gapped(s, p)
+  if type(s) == "table" then
+    local o = {}
+    for i = 1, #s do o[i], p = gapped(s[i], p) end
+    return o, p
+  end
+  return p, p * 2 * s
+end
 function M.proxy(s)
-  return layout.make_layout(s)
+  return layout.make_layout(s, (gapped(s, 1)))
 end
 
 -- the proxy stride x as a step in each tile leaf: c[i] (c[n] unbounded)
 local function decompose(x, tl)
   local c, n = {}, #tl
   for i = 1, n do
-    local si = tl[i][1]
-    if i < n then c[i] = x % si; x = (x - c[i]) / si else c[i] = x end
+    local r = 2 * tl[i][1]
+    if i < n then c[i] = x % r; x = (x - c[i]) / r else c[i] = x end
   end
   return c
 end
@@ -66,7 +75,8 @@ function M.realise(what, R, L)
       return o
     end
     if x < 0 then
-      failf(what, "a step of %d in the tile's column-major order cannot be mapped to run-time strides", x)
+      failf(what, "the partition %s of a tile of shape %s has a negative step: it cannot be mapped to run-time strides",
+        tostring(R), ten.describe(L.shape))
     end
     local c = decompose(x, tl)
     local r = 0

@@ -297,7 +297,7 @@ local pname = { A = "partition_A", B = "partition_B", C = "partition_C" }
 local modes = { A = { "M", "K", 1, 3 }, B = { "N", "K", 2, 3 }, C = { "M", "N", 1, 2 } }
 
 -- strides known only at run time (a tile of a cute.dynamic tensor): the
--- thrfrg of the tile's compact column-major proxy, each leaf's stride mapped
+-- thrfrg of the tile's static proxy, each leaf's stride mapped
 -- to the real strides (cute.dynamic_partition, which checks it is exact)
 function traced_strides(t, which, s, d, what)
   local dp = require("cute.dynamic_partition")
