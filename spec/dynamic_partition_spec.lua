@@ -237,6 +237,23 @@ describe("cute.copy on partitions with run-time strides", function()
     if not PTXAS then pending("ptxas not found: PTX checked, not assembled") end
   end)
 
+  it("a universal 128-bit atom: ld.global.nc.v4 into registers and st.global.v4 out, both tiles run-time", function()
+    local tc = tiled_rows(uatom(bf16))
+    local k = cute.kernel(function(A, B)
+      local thr = tc:get_slice(cute.arch.thread_idx())
+      local pS = thr:partition_S(cute.local_tile(A, { 32, 32 }, { 0, 1 }))
+      local r = cute.make_fragment_like(pS)
+      cute.copy(uatom(bf16), pS, r)
+      cute.copy(uatom(bf16), r, thr:partition_D(cute.local_tile(B, { 32, 32 }, { 1, 0 })))
+    end, { name = "dynamic_partition_universal" })
+    local S = function() return cute.dynamic(cute.tensor_spec({ 64, 64 }, bf16), { divisibility = 8 }) end
+    local r = k:with{ arch = "sm_80", use_ptxas = PTXAS }:compile(S(), S())
+    local _, ld = r.ptx:gsub("ld%.global%.nc%.v4%.[ub]32", "")
+    local _, st = r.ptx:gsub("st%.global%.v4%.[ub]32", "")
+    assert.are.same({ 1, 1 }, { ld, st }, r.ptx)
+    assert.falsy(r.ptx:find(".local", 1, true), r.ptx)
+  end)
+
   it("without divisibility the 16-byte copies of a run-time row are an error naming the remedy", function()
     local e = err_of(function()
       copy_kernel():with({ arch = "sm_80" }):ir(cute.dynamic(cute.tensor_spec({ 100, 72 }, f16)),
