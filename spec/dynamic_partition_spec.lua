@@ -163,6 +163,22 @@ describe("partitions of tiles with run-time strides", function()
     assert.are.equal("((8,1),1,1)", seen.rS)
   end)
 
+  it("a shape known only at run time is still an error, at the user's line", function()
+    local function trace(body)
+      local k = cute.kernel(body, { name = "dynamic_partition_shape" })
+      return err_of(function() k:ir(cute.dynamic(cute.tensor_spec({ 64, 64 }, f16), { divisibility = 8 })) end)
+    end
+    local e = trace(function(A) tiled_rows(uatom()):get_slice(0):partition_S(A) end)
+    assert.truthy(e:find(THIS .. ":%d+: ThrCopy:partition_S: the tensor's shape in %(i64,i64%):%(i64,1%) must be static"), e)
+    e = trace(function(A) mma_simple():get_slice(0):partition_C(A) end)
+    assert.truthy(e:find(THIS .. ":%d+: ThrMMA:partition_C: the tensor's shape %(i64,i64%) must be static"), e)
+    e = trace(function(A)
+      local r = cute.make_fragment(cute.make_layout(8), f16)
+      cute.copy(uatom(), A[{ 0, _ }], r)
+    end)
+    assert.truthy(e:find(THIS .. ":%d+: cute.copy: src has a [a-z]+ known only at run time"), e)
+  end)
+
   it("a partition whose steps carry across a tile mode is an error, not a wrong stride", function()
     -- 8 values one after another down a column of 4 rows: the 5th is in the next column
     local e = err_of(function() dp.realise("ThrCopy:partition_S", layout.make_layout(8, 1), { shape = { 4, 2 }, stride = { "d", 1 } }) end)
