@@ -12,9 +12,11 @@
 -- * epilogue: the accumulators are staged through shared memory (f32), then
 --   each thread reads 8 consecutive values, applies alpha and beta and writes 16
 --   bytes of C at a time (element by element on the matrix's right edge).
--- Shapes are compile-time constants (one compile per M, N, K; the tails need
--- not be tile multiples, K must be a multiple of 8); examples/gemm_bf16_arch.lua
--- is the same kernel on cute.arch with run-time shapes.
+-- Shapes are run-time values (cute.dynamic(t, {divisibility = 8}): one compile
+-- serves every M, N, K; the tails need not be tile multiples, K must be a
+-- multiple of 8, checked at the launch); a C whose N is not a multiple of 8 gets
+-- the kernel with element-wise stores on its right edge.
+-- examples/gemm_bf16_arch.lua is the same kernel on cute.arch.
 --   cuteluajit examples/gemm_bf16.lua [M] [N] [K]
 local cute = require("cute")
 local ex = dofile((arg[0]:match("(.*/)") or "./") .. "common.lua")
@@ -49,12 +51,14 @@ local function make_gemm(cfg)
   local KB = BK / 16
   local st_atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), bf16, { num_bits_per_copy = 128 })
 
-  local k = cute.kernel(function(A, B, Cm, alpha, beta)
+  -- wide: C's rows are 16-byte aligned (N % 8 == 0; its stride known divisible by 8)
+  local function build(wide)
+  return cute.kernel(function(A, B, Cm, alpha, beta)
     local M, K = cute.size(A, 0), cute.size(A, 1)
     local N = cute.size(B, 0)
     local tid = cute.arch.thread_idx()
     local bx, by = cute.arch.block_idx()
-    local ktiles = cute.ceil_div(K, BK)
+    local ktiles = cute.div(K + (BK - 1), BK)                                 -- (K known at run time)
     local gA = cute.local_tile(A, { BM, BK }, { by, _ })                      -- (BM, BK, k)
     local gB = cute.local_tile(B, { BN, BK }, { bx, _ })                      -- (BN, BK, k)
     local cA = cute.local_tile(cute.make_identity_tensor({ M, K }), { BM, BK }, { by, _ })
@@ -148,7 +152,6 @@ local function make_gemm(cfg)
     cute.arch.sync_threads()
     -- 3. shared -> global, 8 values (16 bytes) per copy where the row has them
     local row_chunks = BN / 8
-    local wide = N % 8 == 0
     for i in cute.range_constexpr(BM * BN / 8 / THREADS) do
       local ch = tid + i * THREADS
       local r, c8 = cute.div(ch, row_chunks), (ch % row_chunks) * 8
@@ -164,11 +167,19 @@ local function make_gemm(cfg)
         end
       end
     end
-  end, { name = "gemm_bf16" })
-  return { kernel = k, tiled_mma = tiled_mma, cfg = { bm = BM, bn = BN, bk = BK, stages = STAGES, threads = THREADS },
+  end, { name = wide and "gemm_bf16" or "gemm_bf16_narrow" })
+  end
+  local k, k_narrow = build(true), build(false)
+  -- run-time shapes: rows of A, B (and C when N % 8 == 0) are multiples of 8
+  -- elements (16 bytes), checked at each launch; 32-bit offsets
+  local D8 = { divisibility = 8, index_bits = 32 }
+  return { kernel = k, kernel_narrow = k_narrow, tiled_mma = tiled_mma,
+    cfg = { bm = BM, bn = BN, bk = BK, stages = STAGES, threads = THREADS },
     launch = function(A, B, Cm, alpha, beta)
-      return k:launch{ grid = { math.ceil(B.shape[1] / BN), math.ceil(A.shape[1] / BM) }, block = THREADS }(
-        A, B, Cm, cute.Float32(alpha), cute.Float32(beta))
+      local wide = Cm.shape[2] % 8 == 0
+      return (wide and k or k_narrow):launch{ grid = { math.ceil(B.shape[1] / BN), math.ceil(A.shape[1] / BM) },
+        block = THREADS }(cute.dynamic(A, D8), cute.dynamic(B, D8), cute.dynamic(Cm, wide and D8 or { index_bits = 32 }),
+        cute.Float32(alpha), cute.Float32(beta))
     end }
 end
 
@@ -177,7 +188,7 @@ if CUTE_EXAMPLE_LIB then return { make_gemm = make_gemm } end
 local g = make_gemm{ bm = tonumber(os.getenv("BM")), bn = tonumber(os.getenv("BN")),
   warps_m = tonumber(os.getenv("WM")), warps_n = tonumber(os.getenv("WN")), stages = tonumber(os.getenv("STAGES")) }
 if not ex.gpu() then
-  local S = function(r, c) return cute.tensor_spec({ r, c }, bf16) end
+  local S = function(r, c) return cute.dynamic(cute.tensor_spec({ r, c }, bf16), { divisibility = 8, index_bits = 32 }) end
   local res = g.kernel:compile(S(M_, K_), S(N_, K_), S(M_, N_), cute.Float32(1), cute.Float32(0))
   print(("gemm_bf16: compiled for %s: %d registers, %d spill bytes"):format(res.arch, res.info.regs,
     res.info.spill_stores or 0))

@@ -21,6 +21,7 @@ local layout = require("cute.layout")
 local ten = require("cute.tensor")
 local tr = require("cute.trace")
 local ca = require("cute.copy_atom")
+local dp = require("cute.dynamic_partition")
 
 local M = {}
 local _ = layout._
@@ -59,8 +60,8 @@ local function partition(thr, which, T)
   end
   local t = thr.tiled_copy
   local s, d = T.layout.shape, T.layout.stride
-  if not (is_static(s) and is_static(d)) then
-    failf(what, "the tensor's layout %s must be static (take a tile of it with cute.local_tile)",
+  if not is_static(s) then
+    failf(what, "the tensor's shape in %s must be static (take a tile of it with cute.local_tile)",
       ten.layout_str(T.layout))
   end
   local tiler = t.tiler_mn
@@ -77,9 +78,16 @@ local function partition(thr, which, T)
     end
   end
   local tv = which == "S" and t:get_layoutS_TV() or t:get_layoutD_TV()
-  local Z = layout.zipped_divide(layout.make_layout(s, d), tiler)
+  -- run-time strides (a tile of a cute.dynamic tensor): the algebra on the
+  -- tile's static proxy, each result stride mapped to the real strides
+  local dynamic = not is_static(d)
+  local Z = layout.zipped_divide(dynamic and dp.proxy(s) or layout.make_layout(s, d), tiler)
   local R = layout.composition(Z, { tv, _ })
   local rs, rd = R:shape(), R:stride()
+  if dynamic then
+    local tree = dp.realise(what, R, T.layout)
+    rs, rd = tree.shape, tree.stride
+  end
   -- ((thr, val), rest) -> (thr, val, rest modes...), sliced at the thread
   local sh, st = { rs[1][1], rs[1][2] }, { rd[1][1], rd[1][2] }
   local rest_s, rest_d = rs[2], rd[2]
@@ -134,7 +142,8 @@ function M.copy(atom, src, dst, opts)
   end
   local pred = opts.pred
   local kind = atom.op.kind
-  if pred == nil and kind == "universal" then return ca.copy(atom, src, dst) end
+  local function dyn(T) return ten.is_tensor(T) and not is_static(T.layout.stride) end
+  if pred == nil and kind == "universal" and not (dyn(src) or dyn(dst)) then return ca.copy(atom, src, dst) end
   if kind == "ldmatrix" or kind == "stmatrix" then
     if pred ~= nil then
       failf(F, "pred: %s is a warp-wide instruction and cannot be predicated per copy", atom.instruction)
@@ -153,8 +162,8 @@ function M.copy(atom, src, dst, opts)
       failf(F, "%s holds %s, the atom copies %s", x[1],
         tostring(tr.tinfo[T.elem] and tr.tinfo[T.elem].dtype or T.elem), atom.value_type)
     end
-    if not (is_static(T.layout.shape) and is_static(T.layout.stride)) then
-      failf(F, "%s has a layout known only at run time (%s): the atom's groups must be known when tracing",
+    if not is_static(T.layout.shape) then
+      failf(F, "%s has a shape known only at run time (%s): the atom's groups must be known when tracing",
         x[1], ten.layout_str(T.layout))
     end
   end
@@ -166,9 +175,13 @@ function M.copy(atom, src, dst, opts)
       failf(F, "a cp.async atom copies global memory to shared memory: dst is in %s memory", dst.space)
     end
   end
-  local ls = layout.make_layout(src.layout.shape, src.layout.stride)
-  local ld = layout.make_layout(dst.layout.shape, dst.layout.stride)
-  local n, m = layout.size(ls), layout.size(ld)
+  -- static layouts as cute layouts; run-time strides through cute.dynamic_partition
+  local function lay(T)
+    if is_static(T.layout.stride) then return layout.make_layout(T.layout.shape, T.layout.stride) end
+    return false
+  end
+  local ls, ld = lay(src), lay(dst)
+  local n, m = ten.tsize(src.layout.shape), ten.tsize(dst.layout.shape)
   if n ~= m then failf(F, "src has %d values, dst %d", n, m) end
   local bits = atom.num_bits_per_copy
   local v = n > 0 and math.floor(bits / (tr.tinfo[src.elem].bits)) or 1
@@ -201,8 +214,8 @@ function M.copy(atom, src, dst, opts)
   end
   local arch = require("cute.nvgpu_arch")
   for g = 0, ng - 1 do
-    local os = group_offset(F, "src", src, ls, g, v, bits)
-    local od = group_offset(F, "dst", dst, ld, g, v, bits)
+    local os = ls and group_offset(F, "src", src, ls, g, v, bits) or dp.group_offset(F, "src", src, g, v, bits)
+    local od = ld and group_offset(F, "dst", dst, ld, g, v, bits) or dp.group_offset(F, "dst", dst, g, v, bits)
     local p = true
     if pred ~= nil then
       p = pred[g]
@@ -214,7 +227,7 @@ function M.copy(atom, src, dst, opts)
     local ss = ten.make(src.ptr, ten.off_add(src.off, os), { shape = v, stride = 1 }, src.elem, src.space, src.align, src.idx)
     local sd = ten.make(dst.ptr, ten.off_add(dst.off, od), { shape = v, stride = 1 }, dst.elem, dst.space, dst.align, dst.idx)
     if kind == "universal" then
-      tr.if_then(p, function() ca.copy(atom, ss, sd) end)
+      if p == true then ca.copy(atom, ss, sd) else tr.if_then(p, function() ca.copy(atom, ss, sd) end) end
     else
       local bytes = bits / 8
       local size = bytes

@@ -117,6 +117,19 @@ function M.dynamic(t, opts)
   if bits ~= 32 and bits ~= 64 then
     cf.fail("cute.dynamic: index_bits must be 32 or 64, got " .. tostring(bits))
   end
+  -- divisibility = n: every run-time stride is a multiple of n elements
+  -- (checked at each launch; the trace's strides carry it for alignment)
+  local div = opts and opts.divisibility or 1
+  if type(div) ~= "number" or div % 1 ~= 0 or div < 1 or div > 2 ^ 30 then
+    cf.fail("cute.dynamic: divisibility must be a positive integer (elements), got " .. tostring(div))
+  end
+  if opts then
+    for k in pairs(opts) do
+      if k ~= "index_bits" and k ~= "divisibility" then
+        cf.fail("cute.dynamic: unknown option " .. tostring(k) .. " (index_bits, divisibility)")
+      end
+    end
+  end
   local strides = t.strides or row_major(t.shape)
   if bits == 32 then
     local m = ten.max_offset(t.shape, strides)
@@ -127,7 +140,7 @@ function M.dynamic(t, opts)
     end
   end
   return setmetatable({ base = t, shape = t.shape, strides = strides, dtype = t.dtype, dynamic = true,
-    index_bits = bits }, { __index = t })
+    index_bits = bits, divisibility = div > 1 and div or nil }, { __index = t })
 end
 
 -- The specialisation signature of a tensor argument: dtype, shape and strides
@@ -161,6 +174,7 @@ local function tensor_sig(t)
     local mask = {}
     for d = 1, #shape do mask[d] = st[d] == 1 and "1" or "0" end
     s = dtype.name .. "|dyn" .. #shape .. "|u" .. table.concat(mask) .. (t.index_bits == 32 and "|i32" or "|i64")
+      .. (t.divisibility and ("|d" .. t.divisibility) or "")
   else
     s = dtype.name .. "|" .. table.concat(shape, ",") .. "|" .. table.concat(st, ",")
   end
@@ -304,8 +318,9 @@ function Kernel:trace(...)
             if strides[d] == 1 then stride[d] = 1
             else
               local dref = C.cute_ir_param(ir, it, ("%s_stride%d"):format(pname(i), d), 0, 0)
-              plan[#plan + 1] = { kind = "dim", arg = i, field = "strides", d = d, bits = it == T.I64 and 64 or 32 }
-              stride[d] = tr.mk(dref, it)
+              plan[#plan + 1] = { kind = "dim", arg = i, field = "strides", d = d, bits = it == T.I64 and 64 or 32,
+                div = a.divisibility, name = pname(i) }
+              stride[d] = tr.mk(dref, it, a.divisibility)
             end
           else
             shape[d], stride[d] = a.shape[d], strides[d]

@@ -44,10 +44,20 @@ end
 ---------------------------------------------------------------------------
 -- the parameter plan and its writer
 ---------------------------------------------------------------------------
+-- a launch whose run-time stride breaks the divisibility its kernel was
+-- compiled for (cute.dynamic(t, {divisibility = n})): an error, never a launch
+local function bad_div(t, arg, name, d, n)
+  local st = t.strides
+  cf.fail(("cute.launch: argument %d (%s): cute.dynamic(t, {divisibility = %d}) but stride %d of the tensor " ..
+    "of shape (%s) and strides (%s) is %s, not a multiple of %d"):format(arg, name, n, d - 1,
+    table.concat(t.shape, ","), table.concat(st, ","), tostring(st[d]), n))
+end
+
 -- plan (from Kernel:trace): per kernel parameter { kind = "ptr" | "scalar" |
 -- "dim", arg = i, ... }.  Each parameter has a 64-bit slot; params[j] points
 -- at slot j.  The writer is straight-line code generated once per signature:
 -- fill(slots, ptrs, a1, ..., an).
+-- A "dim" stride with div = n (cute.dynamic's divisibility) is checked first.
 local function make_writer(plan, nargs)
   local n = #plan
   local slots = u64_arr(math.max(n, 1))
@@ -66,14 +76,19 @@ local function make_writer(plan, nargs)
     else
       ptrs[j] = ffi.cast(p.bits == 64 and "int64_t*" or "int32_t*", slots + (j - 1))
       lines[j] = ("ptrs[%d][0] = a%d.%s[%d]"):format(j, p.arg, p.field, p.d)
+      if p.div then -- cute.dynamic(t, {divisibility = n}): the kernel assumed it
+        lines[j] = ("if a%d.%s[%d] %% %d ~= 0 then bad_div(a%d, %d, %q, %d, %d) end\n%s"):format(p.arg, p.field,
+          p.d, p.div, p.arg, p.arg, p.name or "", p.d, p.div, lines[j])
+      end
     end
   end
   local anames = {}
   for i = 1, math.max(nargs, 1) do anames[i] = "a" .. i end
   local locals = {} -- the conversions as upvalues: local f16 = conv.f16 ...
   for name in pairs(conv_fns) do locals[#locals + 1] = ("local %s = conv.%s"):format(name, name) end
-  local fill = assert(loadstring(("local conv = ...\n%s\nreturn function(slots, ptrs, %s)\n%s\nend"):format(
-    table.concat(locals, "\n"), table.concat(anames, ", "), table.concat(lines, "\n")), "=[cute launch fill]"))(conv_fns)
+  local fill = assert(loadstring(("local conv, bad_div = ...\n%s\nreturn function(slots, ptrs, %s)\n%s\nend"):format(
+    table.concat(locals, "\n"), table.concat(anames, ", "), table.concat(lines, "\n")), "=[cute launch fill]"))(
+    conv_fns, bad_div)
   return slots, params, ptrs, fill
 end
 M.make_writer = make_writer

@@ -297,33 +297,12 @@ local pname = { A = "partition_A", B = "partition_B", C = "partition_C" }
 local modes = { A = { "M", "K", 1, 3 }, B = { "N", "K", 2, 3 }, C = { "M", "N", 1, 2 } }
 
 -- strides known only at run time (a tile of a cute.dynamic tensor): the
--- thrfrg of the column-major (s0,s1):(1,s0), each leaf's stride x (a step of
--- x elements in column-major order) rewritten as (x % s0) d0 + (x / s0) d1.
--- That is exact when the row parts of all leaves never carry into the next
--- column: sum over leaves of (shape - 1) (x % s0) < s0.
+-- thrfrg of the tile's static proxy, each leaf's stride mapped
+-- to the real strides (cute.dynamic_partition, which checks it is exact)
 function traced_strides(t, which, s, d, what)
-  local s0, s1 = ten.tsize(s[1]), ten.tsize(s[2])
-  if type(s[1]) == "table" or type(s[2]) == "table" then
-    failf(what, "a tensor with run-time strides must have two flat modes, got %s", ten.describe(s))
-  end
-  local R = t["thrfrg_" .. which](t, layout.make_layout({ s0, s1 }, { 1, s0 }))
-  local carry = 0
-  local function conv(sh, x)
-    if type(sh) == "table" then
-      local o = {}
-      for i = 1, #sh do o[i] = conv(sh[i], x[i]) end
-      return o
-    end
-    carry = carry + (sh - 1) * (x % s0)
-    return iadd(imul(x % s0, d[1]), imul(math.floor(x / s0), d[2]))
-  end
-  local sh = R:shape()
-  local st = conv(sh, R:stride())
-  if carry >= s0 then
-    failf(what, "the tiled MMA's partition of a (%d,%d) tensor with run-time strides does not map to its " ..
-      "strides; give the tensor static strides", s0, s1)
-  end
-  return { shape = sh, stride = st }
+  local dp = require("cute.dynamic_partition")
+  local R = t["thrfrg_" .. which](t, dp.proxy(s))
+  return dp.realise(what, R, { shape = s, stride = d })
 end
 
 local function partition(thr, which, T)
