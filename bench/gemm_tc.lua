@@ -59,7 +59,7 @@ for _, n in ipairs(sizes) do
   A:free(); B:free(); Cm:free()
 end
 
--- bf16 GEMM, CuTe vocabulary (examples/gemm_bf16.lua: static shapes, one compile per size)
+-- bf16 GEMM, CuTe vocabulary (examples/gemm_bf16.lua: run-time M, N, K, one compile for all sizes)
 local cutev = lib("gemm_bf16")
 for _, n in ipairs(sizes) do
   local A = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
