@@ -20,7 +20,8 @@
 -- uses the 10 high mantissa bits (the 13 low ones are ignored: truncation
 -- toward zero), as CuTe C++'s tf32 GEMMs on f32 data do; there is no
 -- cvt.rna.tf32.f32.  Each product a b then has a relative error below 2^-9
--- (2^-10 per factor) instead of 2^-10 with round-to-nearest inputs.
+-- (2^-10 per factor) instead of 2^-10 with round-to-nearest inputs
+-- (tf32_round = "rna" rounds in registers instead, one cvt per value).
 --
 -- Shapes are compile-time constants (one compile per M, N, K, as gemm_bf16.lua);
 -- M and N are arbitrary, K must be a multiple of 16 bytes' worth of elements
@@ -51,7 +52,12 @@ local function kind_info(kind, b_dtype)
 end
 M.kind_info = kind_info
 
--- cfg: kind, bm, bn, warps_m, warps_n, stages (defaults 128 x 256, 2 x 4 warps, 4 stages), b_dtype (int8)
+-- cfg: kind, bm, bn, warps_m, warps_n, stages (defaults 128 x 256, 2 x 4 warps, 4 stages),
+-- b_dtype (int8: cute.int8 or cute.uint8), tf32_round ("truncate": the raw f32
+-- bits, the default; "rna": cvt.rna.tf32.f32 on every fragment value after
+-- ldmatrix), prefetch_across (read the next k-tile's first k-block before the
+-- last MMAs of a k-tile; default on except for int8, whose byte fragments
+-- would then live unpacked across the loop's back edge and spill)
 function M.make_gemm(cfg)
   cfg = cfg or {}
   local kind = cfg.kind or "tf32"
@@ -92,6 +98,9 @@ function M.make_gemm(cfg)
   -- read the next k-tile's first k-block before the last MMAs of this one
   -- (its fragments then live across the loop's back edge)
   local CROSS = cfg.prefetch_across
+  local RNA = cfg.tf32_round == "rna"
+  assert(cfg.tf32_round == nil or cfg.tf32_round == "truncate" or (RNA and kind == "tf32"),
+    "gemm_multistage: tf32_round must be \"truncate\" (default) or \"rna\" (tf32 only)")
   if CROSS == nil then CROSS = kind ~= "int8" end
 
   local k = cute.kernel(function(A, B, Cm, alpha, beta)
@@ -138,6 +147,11 @@ function M.make_gemm(cfg)
     local function load_frags(stage, kk)
       cute.copy(s2r_A, thr_A:partition_S(sA[{ _, _, stage }])[{ _, _, kk }], tXrA[{ _, _, kk }])
       cute.copy(s2r_B, thr_B:partition_S(sB[{ _, _, stage }])[{ _, _, kk }], tXrB[{ _, _, kk }])
+      if RNA then -- tf32_round = "rna": each f32 rounded to tf32 in registers (cvt.rna.tf32.f32)
+        for _, v in ipairs({ tCrA[{ _, _, kk }], tCrB[{ _, _, kk }] }) do
+          for e = 0, #v - 1 do v[e] = cute.Float32(v[e]) end
+        end
+      end
     end
 
     for s in cute.range_constexpr(STAGES - 1) do
