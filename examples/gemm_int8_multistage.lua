@@ -7,7 +7,7 @@
 -- Integer arithmetic: the result must equal the CPU's exactly.
 -- examples/gemm_int8.lua is the simple (64 x 64, one stage) version.
 --   cuteluajit examples/gemm_int8_multistage.lua [M] [N] [K]   (K a multiple of 16; default 1000 777 272)
---   environment: BM BN WM WN STAGES (tile), B_UINT8=1, CHECK_ROWS (rows checked, default 64)
+--   environment: BM BN WM WN STAGES (tile), PREFETCH_ACROSS=1|0, B_UINT8=1, CHECK_ROWS (rows checked, default 64)
 local cute = require("cute")
 local dir = arg[0]:match("(.*/)") or "./"
 local ex = dofile(dir .. "common.lua")
@@ -23,7 +23,8 @@ end
 local m, n, k = tonumber(arg[1]) or 1000, tonumber(arg[2]) or 777, tonumber(arg[3]) or 272
 local unsigned_b = os.getenv("B_UINT8") == "1"
 local g = make_gemm{ bm = tonumber(os.getenv("BM")), bn = tonumber(os.getenv("BN")), warps_m = tonumber(os.getenv("WM")),
-  warps_n = tonumber(os.getenv("WN")), stages = tonumber(os.getenv("STAGES")), b_dtype = unsigned_b and u8 or i8 }
+  warps_n = tonumber(os.getenv("WN")), stages = tonumber(os.getenv("STAGES")),
+  prefetch_across = os.getenv("PREFETCH_ACROSS") and os.getenv("PREFETCH_ACROSS") == "1", b_dtype = unsigned_b and u8 or i8 }
 if CUTE_EXAMPLE_LIB then return { make_gemm = make_gemm, kernel = g.kernel, launch = g.launch, specs = g.specs } end
 
 if not ex.gpu() then

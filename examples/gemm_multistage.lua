@@ -56,8 +56,11 @@ M.kind_info = kind_info
 -- b_dtype (int8: cute.int8 or cute.uint8), tf32_round ("truncate": the raw f32
 -- bits, the default; "rna": cvt.rna.tf32.f32 on every fragment value after
 -- ldmatrix), prefetch_across (read the next k-tile's first k-block before the
--- last MMAs of a k-tile; default on except for int8, whose byte fragments
--- would then live unpacked across the loop's back edge and spill)
+-- last MMAs of a k-tile, as gemm_bf16.lua: default on for bf16 only.  Its
+-- fragments then live across the loop's back edge: int8's as single bytes,
+-- which spill hundreds of bytes; tf32's push the 128 x 128 tile over 255
+-- registers at some sizes.  Off, each k-tile reads its first k-block after
+-- the barrier.)
 function M.make_gemm(cfg)
   cfg = cfg or {}
   local kind = cfg.kind or "tf32"
@@ -101,7 +104,7 @@ function M.make_gemm(cfg)
   local RNA = cfg.tf32_round == "rna"
   assert(cfg.tf32_round == nil or cfg.tf32_round == "truncate" or (RNA and kind == "tf32"),
     "gemm_multistage: tf32_round must be \"truncate\" (default) or \"rna\" (tf32 only)")
-  if CROSS == nil then CROSS = kind ~= "int8" end
+  if CROSS == nil then CROSS = kind == "bf16" end
 
   local k = cute.kernel(function(A, B, Cm, alpha, beta)
     local M, K = cute.size(A, 0), cute.size(A, 1)

@@ -9,7 +9,7 @@
 -- 2^-16 of sum |alpha a b| + |beta c| per element (f32 accumulation).
 -- examples/gemm_tf32.lua is the simple (64 x 64, one stage) version.
 --   cuteluajit examples/gemm_tf32_multistage.lua [M] [N] [K]    (K a multiple of 4; default 1000 777 264)
---   environment: BM BN WM WN STAGES (tile), TF32_ROUND=rna, CHECK_ROWS (rows checked, default 64)
+--   environment: BM BN WM WN STAGES (tile), PREFETCH_ACROSS=1|0, TF32_ROUND=rna, CHECK_ROWS (rows checked, default 64)
 local cute = require("cute")
 local dir = arg[0]:match("(.*/)") or "./"
 local ex = dofile(dir .. "common.lua")
@@ -26,7 +26,8 @@ local function make_gemm(cfg)
 end
 local m, n, k = tonumber(arg[1]) or 1000, tonumber(arg[2]) or 777, tonumber(arg[3]) or 264
 local g = make_gemm{ bm = tonumber(os.getenv("BM")), bn = tonumber(os.getenv("BN")), warps_m = tonumber(os.getenv("WM")),
-  warps_n = tonumber(os.getenv("WN")), stages = tonumber(os.getenv("STAGES")), tf32_round = os.getenv("TF32_ROUND") }
+  warps_n = tonumber(os.getenv("WN")), stages = tonumber(os.getenv("STAGES")),
+  prefetch_across = os.getenv("PREFETCH_ACROSS") and os.getenv("PREFETCH_ACROSS") == "1", tf32_round = os.getenv("TF32_ROUND") }
 if CUTE_EXAMPLE_LIB then return { make_gemm = make_gemm, kernel = g.kernel, launch = g.launch, specs = g.specs } end
 
 if not ex.gpu() then
