@@ -6,7 +6,8 @@
 -- l % 8 of matrix l / 8; register j of lane l holds bytes 4 (l % 4) .. 4 (l % 4) + 3 of
 -- row l / 4 of matrix j) run on every thread's partition_S addresses, which must put
 -- each shared element in the fragment register where the TiledMMA's partition_A / B
--- has it; the PTX of small GEMMs (instruction counts, ptxas, no spills); the errors.
+-- has it; the PTX of small GEMMs (instruction counts, ptxas, no spills); the errors;
+-- #gpu: those GEMMs on random data against a CPU reference.
 local cute = require("cute")
 local C = require("cute.ffi").C
 local util = dofile("spec/support/util.lua")
@@ -237,5 +238,50 @@ describe("8- and 32-bit ldmatrix errors", function()
       local thr = tA:get_slice(cute.arch.thread_idx())
       cute.copy(tA, thr:partition_S(sA), thr:retile(tm:get_slice(0):partition_fragment_A(sA))) -- <W3>
     end) end, "cute.copy: src values 0..3 are not one 16-byte row", "rows of 4 adjacent 32-bit elements")
+  end)
+end)
+
+describe("8- and 32-bit ldmatrix on the hardware", function()
+  -- the 64 x 64 x BK tile above: A, B through shared memory, ldmatrix.x4, cute.gemm; against
+  -- a CPU reference (tf32: inputs truncated to tf32 as the tensor core reads raw f32 bits;
+  -- int8 x uint8: exactly)
+  util.gpu_it("tf32 m16n8k8 and int8 x uint8 m16n8k32 fragments loaded by ldmatrix.x4 give A B^T", function()
+    local ffi = require("ffi")
+    local bits = ffi.new("union { uint32_t u; float f; }")
+    local function trunc(x) bits.f = x; bits.u = bit.band(bits.u, 0xffffe000) % 2 ^ 32; return bits.f end
+    for _, kind in ipairs({ "tf32", "int8" }) do
+      local k = gemm_kernel(kind)
+      local BK = kind == "tf32" and 32 or 128
+      local A, B, ha, hb
+      if kind == "tf32" then
+        ha, hb = util.rand_floats(64 * BK), util.rand_floats(64 * BK)
+        A, B = cute.from_host(ha, f32, { 64, BK }), cute.from_host(hb, f32, { 64, BK })
+      else
+        local ta, tb = {}, {}
+        ha, hb = {}, {}
+        for i = 0, 64 * BK - 1 do
+          ha[i], hb[i] = math.random(-128, 127), math.random(0, 255)
+          ta[i + 1], tb[i + 1] = ha[i], hb[i]
+        end
+        A, B = cute.from_host(ta, i8, { 64, BK }), cute.from_host(tb, u8, { 64, BK })
+      end
+      local Cm = cute.zeros({ 64, 64 }, kind == "tf32" and f32 or i32)
+      k:launch{ grid = 1, block = 128 }(A, B, Cm)
+      local c = Cm:to_host()
+      for i = 0, 63 do
+        for j = 0, 63 do
+          local s, mag = 0, 0
+          for kk = 0, BK - 1 do
+            local p
+            if kind == "tf32" then p = trunc(ha[i * BK + kk]) * trunc(hb[j * BK + kk])
+            else p = ha[i * BK + kk] * hb[j * BK + kk] end
+            s, mag = s + p, mag + math.abs(p)
+          end
+          local ok = kind == "tf32" and math.abs(c[i * 64 + j] - s) <= 2 ^ -16 * mag or c[i * 64 + j] == s
+          if not ok then error(("%s: C[%d][%d] = %.9g, expected %.9g"):format(kind, i, j, c[i * 64 + j], s)) end
+        end
+      end
+      A:free(); B:free(); Cm:free()
+    end
   end)
 end)
