@@ -44,7 +44,9 @@ local function kind_info(kind, b_dtype)
       a = f32, b = f32, c = f32, acc = f32, scalar = cute.Float32, mma_k = 8 }
   elseif kind == "int8" then
     local b = b_dtype or i8
-    assert(b == i8 or b == cute.uint8, "gemm_multistage: b_dtype must be cute.int8 or cute.uint8")
+    if b ~= i8 and b ~= cute.uint8 then
+      error(("gemm_multistage: b_dtype = %s: must be cute.int8 or cute.uint8"):format(tostring(b and b.name or b)), 3)
+    end
     return { op = cute.nvgpu.warp.MmaI8Op{ a_dtype = i8, b_dtype = b, acc_dtype = i32, shape_mnk = { 16, 8, 32 } },
       a = i8, b = b, c = i32, acc = i32, scalar = cute.Int32, mma_k = 32 }
   end
@@ -73,8 +75,14 @@ function M.make_gemm(cfg)
   local VEC = 128 / ab_bits                 -- elements per 16-byte copy of A / B
   local CVEC = 128 / c_bits                 -- elements per 16-byte store of C
   local KB = BK / info.mma_k                -- k-blocks per k-tile (4)
-  assert(BM % (16 * WM) == 0 and BN % (16 * WN) == 0, "gemm_multistage: bm / bn must be multiples of 16 x warps")
-  assert((BM * 8) % THREADS == 0 and (BN * 8) % THREADS == 0, "gemm_multistage: tile rows do not split over threads")
+  if BM % (16 * WM) ~= 0 or BN % (16 * WN) ~= 0 then
+    error(("gemm_multistage: bm = %d, bn = %d must be multiples of 16 x warps_m = %d and 16 x warps_n = %d"):format(BM,
+      BN, 16 * WM, 16 * WN), 2)
+  end
+  if (BM * 8) % THREADS ~= 0 or (BN * 8) % THREADS ~= 0 then
+    error(("gemm_multistage: bm = %d, bn = %d: the tiles' 16-byte copies (8 per row) do not split over %d threads")
+      :format(BM, BN, THREADS), 2)
+  end
 
   -- N permuted to 16 per warp so that one ldmatrix.x4 feeds two n8 MMAs
   local tiled_mma = cute.make_tiled_mma(info.op, { WM, WN, 1 }, { _, WN * 16, _ })
@@ -102,8 +110,10 @@ function M.make_gemm(cfg)
   -- (its fragments then live across the loop's back edge)
   local CROSS = cfg.prefetch_across
   local RNA = cfg.tf32_round == "rna"
-  assert(cfg.tf32_round == nil or cfg.tf32_round == "truncate" or (RNA and kind == "tf32"),
-    "gemm_multistage: tf32_round must be \"truncate\" (default) or \"rna\" (tf32 only)")
+  if not (cfg.tf32_round == nil or cfg.tf32_round == "truncate" or (RNA and kind == "tf32")) then
+    error(("gemm_multistage: tf32_round = %s: must be \"truncate\" (default) or \"rna\" (kind tf32 only; kind is %s)")
+      :format(tostring(cfg.tf32_round), kind), 2)
+  end
   if CROSS == nil then CROSS = kind == "bf16" end
 
   local k = cute.kernel(function(A, B, Cm, alpha, beta)
