@@ -71,22 +71,37 @@ for _, n in ipairs(sizes) do
   A:free(); B:free(); Cm:free()
 end
 
--- tf32 and int8 (examples/gemm_tf32.lua, gemm_int8.lua: 64x64 tiles, no pipeline)
-local n = sizes[1]
-do
-  local m = lib("gemm_tf32")
+-- tf32 and int8: the multistage GEMMs (examples/gemm_multistage.lua through
+-- gemm_tf32_multistage.lua / gemm_int8_multistage.lua; static shapes, one compile
+-- per size and tile).  tf32 reads f32 A and B (the tensor core truncates them to
+-- tf32), int8 is int8 x int8 -> int32 as torch._int_mm.
+local TILES = { { bm = 128, bn = 256, warps_m = 2, warps_n = 4, stages = 4 },
+                { bm = 128, bn = 128, warps_m = 2, warps_n = 2, stages = 3 },
+                { bm = 128, bn = 256, warps_m = 2, warps_n = 4, stages = 4, prefetch_across = true } }
+local function tile_name(c)
+  return ("%dx%d s%d%s"):format(c.bm, c.bn, c.stages, c.prefetch_across and " pf" or "")
+end
+local tf32 = lib("gemm_tf32_multistage")
+for _, n in ipairs(sizes) do
   local A = cute.from_host(ex.rand_floats(n * n), cute.float32, { n, n })
   local B = cute.from_host(ex.rand_floats(n * n), cute.float32, { n, n })
   local Cm = cute.zeros({ n, n }, cute.float32)
-  local t = tflops("tf32", n, function() m.launch(A, B, Cm, n, n, n) end)
-  row(("tf32 %d^3 (simple 64x64 example)"):format(n), t, "cuBLAS tf32", base["tf32_" .. n], "")
+  for _, cfg in ipairs(TILES) do
+    local g = tf32.make_gemm(cfg)
+    local t = tflops("tf32", n, function() g.launch(A, B, Cm, 1, 0) end)
+    row(("tf32 %d^3 multistage %s"):format(n, tile_name(cfg)), t, "cuBLAS tf32", base["tf32_" .. n], "")
+  end
   A:free(); B:free(); Cm:free()
 end
-do
-  local m = lib("gemm_int8")
-  local A, B = cute.zeros({ n, n }, cute.int8), cute.zeros({ n, n }, cute.uint8)
+local int8 = lib("gemm_int8_multistage")
+for _, n in ipairs(sizes) do
+  local A, B = cute.zeros({ n, n }, cute.int8), cute.zeros({ n, n }, cute.int8)
   local Cm = cute.zeros({ n, n }, cute.int32)
-  local t = tflops("int8", n, function() m.launch(A, B, Cm, n, n, n) end)
-  row(("int8 %d^3 TOP/s (simple 64x64 example)"):format(n), t, "torch._int_mm", base["int8_" .. n], "")
+  for ti = 1, 2 do -- (int8 with prefetch_across spills: its byte fragments cross the loop edge)
+    local cfg = TILES[ti]
+    local g = int8.make_gemm(cfg)
+    local t = tflops("int8", n, function() g.launch(A, B, Cm, 1, 0) end)
+    row(("int8 %d^3 TOP/s multistage %s"):format(n, tile_name(cfg)), t, "torch._int_mm", base["int8_" .. n], "")
+  end
   A:free(); B:free(); Cm:free()
 end

@@ -110,8 +110,10 @@ describe("cute.make_copy_atom", function()
     expect(function() cute.make_copy_atom(cpasync.CopyG2SOp(), cute.float64, { num_bits_per_copy = 32 }) end,
       "num_bits_per_copy = 32", "float64", "64 bits")
     expect(function() cute.make_copy_atom(cpasync.CopyG2SOp(), cute.float32) end, "num_bits_per_copy is missing")
-    expect(function() cute.make_copy_atom(warp.LdMatrix8x8x16bOp(), cute.float32) end,
-      "LdMatrix8x8x16bOp", "float32", "16-bit")
+    expect(function() cute.make_copy_atom(warp.LdMatrix8x8x16bOp(), cute.float64) end,
+      "LdMatrix8x8x16bOp", "float64", "64 bits", "8-, 16- or 32-bit")
+    expect(function() cute.make_copy_atom(warp.LdMatrix8x8x16bOp{ transpose = true }, cute.float32) end,
+      "LdMatrix8x8x16bOp", "float32", "ldmatrix with transpose moves 16-bit elements")
     expect(function() cute.make_copy_atom(warp.StMatrix8x8x16bOp(), cute.int8) end, "StMatrix8x8x16bOp", "int8", "16-bit")
     expect(function() cute.make_copy_atom(warp.LdMatrix8x8x16bOp(), cute.float16, { num_bits_per_copy = 128 }) end,
       "num_bits_per_copy", "LdMatrix8x8x16bOp")

@@ -169,3 +169,176 @@ describe("examples/gemm_bf16.lua (CuTe vocabulary, run-time M, N, K)", function(
     A:free(); B:free(); Cm:free()
   end)
 end)
+
+-- The multistage tf32 and int8 GEMMs (examples/gemm_multistage.lua, used by
+-- examples/gemm_tf32_multistage.lua and gemm_int8_multistage.lua)
+local MS = dofile("examples/gemm_multistage.lua")
+local CFGS = { { bm = 128, bn = 256, warps_m = 2, warps_n = 4, stages = 4 },
+               { bm = 128, bn = 128, warps_m = 2, warps_n = 2, stages = 3 } }
+local function with(cfg, extra)
+  local c = {}
+  for k, v in pairs(cfg) do c[k] = v end
+  for k, v in pairs(extra) do c[k] = v end
+  return c
+end
+
+local function check_build(r, arch)
+  assert.falsy(has(r.ptx, ".local"), arch .. ": local memory")
+  if PTXAS then
+    assert.truthy(r.cubin, arch .. ": no cubin")
+    assert.are.equal(0, r.info.spill_stores, arch .. ": " .. tostring(r.ptxas_log))
+    assert.are.equal(0, r.info.spill_loads, arch)
+    assert.are.equal(0, r.info.stack or 0, arch)
+  end
+end
+
+describe("examples/gemm_multistage.lua: tf32", function()
+  local MMA = "mma%.sync%.aligned%.m16n8k8%.row%.col%.f32%.tf32%.tf32%.f32"
+  for _, cfg in ipairs(CFGS) do
+    it(("%dx%d tile, %d stages: mma.sync tf32 / ldmatrix.x4 / cp.async.cg, no cvt, assembled, no spills"):format(cfg.bm,
+      cfg.bn, cfg.stages), function()
+      local g = MS.make_gemm(with(cfg, { kind = "tf32" }))
+      assert.are.equal(32, g.cfg.bk)
+      for _, arch in ipairs({ "sm_80", "sm_90a" }) do
+        local r = g.kernel:with{ arch = arch, use_ptxas = PTXAS }:compile(g.specs(1000, 776, 264))
+        local ptx = r.ptx
+        -- per warp and k-tile: (64/16) x (64/8) MMAs for each of the 4 k-blocks of 8; per k-block
+        -- 4 ldmatrix.x4 for A (16 x 8 tf32 each) and 4 for B (16 n x 8 k); no read across k-tiles
+        assert.are.equal(128, count(ptx, MMA))
+        assert.are.equal(32, count(ptx, "ldmatrix%.sync%.aligned%.m8n8%.x4%.shared%.b16"))
+        local per_tile = (cfg.bm + cfg.bn) * 8 / (cfg.warps_m * cfg.warps_n * 32)
+        assert.are.equal(per_tile * cfg.stages, count(ptx, "cp%.async%.cg%.shared%.global %[%%r%d+%], %[%%rd%d+%], 16"))
+        assert.truthy(has(ptx, "cp.async.wait_group " .. (cfg.stages - 2)))
+        -- the f32 bits reach the MMA untouched (truncation by the tensor core)
+        assert.are.equal(0, count(ptx, "cvt%.rna%.tf32%.f32"))
+        -- the epilogue: 16-byte stores of 4 f32 (N = 776: rows are 16-byte aligned)
+        assert.truthy(ptx:find("st%.global%.v4%.[bfu]32") ~= nil, arch)
+        check_build(r, arch)
+      end
+      if not PTXAS then pending("ptxas not found: PTX checked, not assembled") end
+    end)
+  end
+
+  it("prefetch_across: the next k-tile's first k-block read ahead (128x256, 4 stages), no spills", function()
+    local g = MS.make_gemm{ kind = "tf32", prefetch_across = true }
+    for _, arch in ipairs({ "sm_80", "sm_90a" }) do
+      local r = g.kernel:with{ arch = arch, use_ptxas = PTXAS }:compile(g.specs(1000, 776, 264))
+      assert.are.equal(128, count(r.ptx, MMA))
+      assert.are.equal(32 + 8, count(r.ptx, "ldmatrix%.sync%.aligned%.m8n8%.x4%.shared%.b16"))
+      check_build(r, arch)
+    end
+  end)
+
+  it("tf32_round = \"rna\": one cvt.rna.tf32.f32 per fragment value read", function()
+    local g = MS.make_gemm{ kind = "tf32", tf32_round = "rna" }
+    local r = g.kernel:with{ arch = "sm_80", use_ptxas = PTXAS }:compile(g.specs(1000, 776, 264))
+    -- per k-block a thread holds 16 A values (4 MMA_M x 4) and 16 B values (8 MMA_N x 2); 4 k-blocks
+    assert.are.equal(4 * 32, count(r.ptx, "cvt%.rna%.tf32%.f32"))
+    check_build(r, "sm_80")
+  end)
+
+  it("bad configurations are errors naming them, at the caller's line", function()
+    util.expect_error(function() MS.make_gemm{ kind = "fp16" } end, "gemm_multistage: kind = fp16")
+    util.expect_error(function() MS.make_gemm{ kind = "int8", tf32_round = "rna" } end, "tf32_round = rna", "is int8")
+    util.expect_error(function() MS.make_gemm{ kind = "int8", b_dtype = cute.int16 } end, "b_dtype = int16")
+    util.expect_error(function() MS.make_gemm{ kind = "tf32", bm = 72 } end, "bm = 72", "16 x warps_m = 32")
+  end)
+
+  util.gpu_it("odd sizes and alpha/beta against a CPU reference (truncated inputs; rna; prefetch_across)", function()
+    local bits = ffi.new("union { uint32_t u; float f; }")
+    local dt = require("cute.dtype")
+    local function trunc(x) bits.f = x; bits.u = bit.band(bits.u, 0xffffe000) % 2 ^ 32; return bits.f end
+    local function rna(x) return dt.tf32_to_float(dt.float_to_tf32(x)) end
+    for _, sz in ipairs({ { 1, 1, 4 }, { 130, 70, 72 }, { 257, 263, 204 } }) do
+      local M, N, K = sz[1], sz[2], sz[3]
+      for ci, cfg in ipairs(CFGS) do
+        for _, v in ipairs({ { "truncate" }, { "rna" }, { "truncate", true } }) do
+          local mode = v[1]
+          local round = mode == "rna" and rna or trunc
+          local g = MS.make_gemm(with(cfg, { kind = "tf32", tf32_round = mode, prefetch_across = v[2] }))
+          local ha, hb, hc = util.rand_floats(M * K), util.rand_floats(N * K), util.rand_floats(M * N)
+          local A, B = cute.from_host(ha, cute.float32, { M, K }), cute.from_host(hb, cute.float32, { N, K })
+          local Cm = cute.from_host(hc, cute.float32, { M, N })
+          g.launch(A, B, Cm, 0.75, -1.25)
+          local c = Cm:to_host()
+          for i = 0, M - 1 do
+            for j = 0, N - 1 do
+              local s, mag = 0, 0
+              for k = 0, K - 1 do
+                local p = round(ha[i * K + k]) * round(hb[j * K + k])
+                s, mag = s + p, mag + math.abs(p)
+              end
+              local ref = 0.75 * s - 1.25 * hc[i * N + j]
+              local tol = 2 ^ -16 * (0.75 * mag + 1.25 * math.abs(hc[i * N + j])) + 1e-30
+              if not (math.abs(c[i * N + j] - ref) <= tol) then
+                error(("tf32 %s %dx%dx%d cfg %d: C[%d][%d] = %.9g, expected %.9g (tolerance %.3g)"):format(mode, M, N, K,
+                  ci, i, j, c[i * N + j], ref, tol))
+              end
+            end
+          end
+          A:free(); B:free(); Cm:free()
+        end
+      end
+    end
+  end)
+end)
+
+describe("examples/gemm_multistage.lua: int8", function()
+  for _, cfg in ipairs(CFGS) do
+    for _, b in ipairs({ cute.int8, cute.uint8 }) do
+      it(("%dx%d tile, %d stages, int8 x %s: mma.sync m16n8k32 / ldmatrix.x4 / cp.async.cg, assembled, no spills"):format(
+        cfg.bm, cfg.bn, cfg.stages, b.name), function()
+        local g = MS.make_gemm(with(cfg, { kind = "int8", b_dtype = b }))
+        assert.are.equal(128, g.cfg.bk)
+        local MMA = "mma%.sync%.aligned%.m16n8k32%.row%.col%.satfinite%.s32%.s8%." .. (b == cute.int8 and "s8" or "u8") .. "%.s32"
+        for _, arch in ipairs({ "sm_80", "sm_90a" }) do
+          local r = g.kernel:with{ arch = arch, use_ptxas = PTXAS }:compile(g.specs(1000, 776, 1040))
+          local ptx = r.ptx
+          -- per warp and k-tile: (64/16) x (64/8) MMAs for each of the 4 k-blocks of 32; per k-block
+          -- 4 ldmatrix.x4 for A (16 x 32 int8) and 4 for B (16 n x 32 k); no read across k-tiles
+          assert.are.equal(128, count(ptx, MMA))
+          assert.are.equal(32, count(ptx, "ldmatrix%.sync%.aligned%.m8n8%.x4%.shared%.b16"))
+          local per_tile = (cfg.bm + cfg.bn) * 8 / (cfg.warps_m * cfg.warps_n * 32)
+          assert.are.equal(per_tile * cfg.stages, count(ptx, "cp%.async%.cg%.shared%.global %[%%r%d+%], %[%%rd%d+%], 16"))
+          assert.truthy(has(ptx, "cp.async.wait_group " .. (cfg.stages - 2)))
+          assert.truthy(ptx:find("st%.global%.v4%.[bsu]32") ~= nil, arch)
+          check_build(r, arch)
+        end
+        if not PTXAS then pending("ptxas not found: PTX checked, not assembled") end
+      end)
+    end
+  end
+
+  util.gpu_it("odd sizes and alpha/beta against a CPU reference, exactly (int8 x int8, int8 x uint8)", function()
+    for _, sz in ipairs({ { 1, 1, 16 }, { 130, 70, 80 }, { 257, 263, 208 } }) do
+      local M, N, K = sz[1], sz[2], sz[3]
+      for ci, cfg in ipairs(CFGS) do
+        for _, bdt in ipairs({ cute.int8, cute.uint8 }) do
+          local g = MS.make_gemm(with(cfg, { kind = "int8", b_dtype = bdt }))
+          local ha, hb, hc, ta, tb, tc = {}, {}, {}, {}, {}, {}
+          for i = 0, M * K - 1 do ha[i] = math.random(-128, 127); ta[i + 1] = ha[i] end
+          for i = 0, N * K - 1 do
+            hb[i] = bdt == cute.uint8 and math.random(0, 255) or math.random(-128, 127); tb[i + 1] = hb[i]
+          end
+          for i = 0, M * N - 1 do hc[i] = math.random(-100000, 100000); tc[i + 1] = hc[i] end
+          local A, B = cute.from_host(ta, cute.int8, { M, K }), cute.from_host(tb, bdt, { N, K })
+          local Cm = cute.from_host(tc, cute.int32, { M, N })
+          g.launch(A, B, Cm, 3, -2)
+          local c = Cm:to_host()
+          for i = 0, M - 1 do
+            for j = 0, N - 1 do
+              local s = 0
+              for k = 0, K - 1 do s = s + ha[i * K + k] * hb[j * K + k] end
+              local ref = 3 * s - 2 * hc[i * N + j]
+              if c[i * N + j] ~= ref then
+                error(("int8 x %s %dx%dx%d cfg %d: C[%d][%d] = %d, expected %d"):format(bdt.name, M, N, K, ci, i, j,
+                  c[i * N + j], ref))
+              end
+            end
+          end
+          A:free(); B:free(); Cm:free()
+        end
+      end
+    end
+  end)
+end)

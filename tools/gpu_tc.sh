@@ -10,7 +10,7 @@ BIN=./bin/cuteluajit
 case "$1" in
 specs)
   for f in mma_atom_gpu tensorcore_gpu gemm_tiled_mma_gpu gemm_atoms_gpu ldmatrix_copy_gpu copy_atom copy_partition \
-           swizzle tensor_ssa fp8 fragment_gpu flash_attention gemm_examples; do
+           swizzle tensor_ssa fp8 fragment_gpu flash_attention gemm_examples ldmatrix_wide recast_tensor; do
     timeout 240 ./bin/busted -o plainTerminal "spec/${f}_spec.lua" > "$O/spec_$f.log" 2>&1
     echo "$f rc=$? $(grep -E '^[0-9]+ succ' "$O/spec_$f.log")"
     grep -A10 -E '^(Failure|Error) ->' "$O/spec_$f.log" | head -30
@@ -18,6 +18,8 @@ specs)
 examples)
   for e in "gemm_bf16_arch 1000 777 264" "gemm_bf16_arch 4096 4096 4096" "gemm_bf16 1000 777 264" \
            "gemm_bf16 4096 4096 4096" "gemm_tf32 300 200 136" "gemm_int8 300 200 136" "gemm_fp8 300 200 136" \
+           "gemm_tf32_multistage 1000 777 264" "gemm_tf32_multistage 4096 4096 4096" \
+           "gemm_int8_multistage 1000 777 272" "gemm_int8_multistage 4096 4096 4096" \
            "flash_attention_fwd 1 2 200 64 0" "flash_attention_fwd 1 2 333 128 1" "flash_attention_fwd 2 4 1024 128 1"; do
     echo "== $e"
     set -- $e

@@ -245,8 +245,16 @@ function M.make_copy_atom(op, dtype, opts)
     if nb ~= nil then
       cf.failf(OF, "num_bits_per_copy = %s: the copy size of %s is fixed (num_matrices x 32 bits per thread)", show(nb), op.op_name)
     end
-    if bits ~= 16 then
-      cf.failf(OF, "dtype %s is %d bits: ldmatrix / stmatrix move 16-bit elements (float16, bfloat16, int16, uint16)", name, bits)
+    -- ldmatrix without .trans moves 16-byte rows as b16 pairs whatever the
+    -- elements are: 8-bit and 32-bit K-major elements too (CuTe's
+    -- SM75_U32x*_LDSM_N on int8 / tf32 data), the layouts recast below
+    if bits ~= 16 and (op.kind ~= "ldmatrix" or op.transpose or (bits ~= 8 and bits ~= 32)) then
+      if op.kind == "ldmatrix" and not op.transpose and bits ~= 8 and bits ~= 32 then
+        cf.failf(OF, "dtype %s is %d bits: ldmatrix moves 8-, 16- or 32-bit elements", name, bits)
+      end
+      cf.failf(OF, "dtype %s is %d bits: %s moves 16-bit elements (float16, bfloat16, int16, uint16)%s", name, bits,
+        op.kind == "ldmatrix" and "ldmatrix with transpose" or "stmatrix",
+        op.kind == "ldmatrix" and "; without transpose also 8- and 32-bit ones" or "")
     end
     nb = 32 * op.num_matrices
     thr = L(32)

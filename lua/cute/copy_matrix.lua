@@ -9,9 +9,13 @@
 --        the order in which the copy's atoms read or write it
 --   cute.copy(tiled_copy or atom, src, dst) with an ldmatrix atom: src a
 --        shared-memory partition (thr:partition_S), dst registers
---        (thr:retile(frag)); one ldmatrix per 8 source values (one 16-byte
---        row per thread), its num_matrices b32 registers split into 16-bit
---        values, value v of the atom's destination = register v / 2, half v % 2
+--        (thr:retile(frag)); one ldmatrix per 128 / bits source values (one
+--        16-byte row per thread), its num_matrices b32 registers split into
+--        32 / bits values each: value v of the atom's destination = register
+--        v / (32 / bits), part v % (32 / bits) (16-bit: halves; 8-bit atoms:
+--        bytes, the first in the low byte; 32-bit atoms: the whole register).
+--        A float32 atom may fill a tfloat32 fragment: the f32 bits are kept
+--        as they are (the tensor core ignores the 13 low bits: truncation)
 --   with a stmatrix atom (sm_90): src registers, dst a shared-memory
 --        partition (thr:partition_D); the reverse
 --
@@ -128,7 +132,7 @@ local function dtype_name(e)
 end
 
 -- the register side: a register tensor, or a tensor in local memory (cute.make_fragment)
-local function check_regs(F, name, x, atom, instr)
+local function check_regs(F, name, x, atom, instr, ld)
   local R = mp()
   local ir
   if R.is_reg_tensor(x) then
@@ -139,11 +143,14 @@ local function check_regs(F, name, x, atom, instr)
     failf(F, "%s = %s: the registers of %s must be a register tensor (thr:retile(tiled_mma:make_fragment_X(...)))",
       name, show(x), instr)
   end
-  if ir ~= tr.dtype_ir[atom.value_type] then
-    failf(F, "%s is a fragment of %s; the atom (%s) moves %s", name, dtype_name(ir), instr, atom.value_type)
+  -- raw: f32 bits into a tf32 register tensor (kept, not rounded)
+  local raw = ld and R.is_reg_tensor(x) and x._dtype == "tfloat32" and atom.value_type == "float32"
+  if ir ~= tr.dtype_ir[atom.value_type] and not raw then
+    failf(F, "%s is a fragment of %s; the atom (%s) moves %s%s", name, dtype_name(ir), instr, atom.value_type,
+      atom.value_type == "float32" and " (or fills tfloat32 fragments)" or "")
   end
   local n = ten.tsize(R.is_reg_tensor(x) and x.shape or x.layout.shape)
-  return n
+  return n, raw
 end
 
 local function check_smem(F, name, x, atom, instr)
@@ -165,22 +172,29 @@ local function check_smem(F, name, x, atom, instr)
   return n
 end
 
--- static checks of row g (8 values from value 8 g) of the shared tensor: the
--- row is 8 adjacent elements, 16-byte aligned (when its layout is static)
-local function check_row(F, name, T, Ls, g)
+-- static checks of row g (w values from value w g, w = 128 / bits) of the
+-- shared tensor: the row is w adjacent elements, 16-byte aligned (when its
+-- layout is static)
+local function check_row(F, name, T, Ls, g, w, bits)
   if not Ls then return end
-  local o = Ls(8 * g)
-  for j = 1, 7 do
-    if Ls(8 * g + j) ~= o + j then
-      failf(F, "%s values %d..%d are not one 16-byte row (layout %s): ldmatrix / stmatrix move rows of 8 adjacent " ..
-        "16-bit elements", name, 8 * g, 8 * g + 7, tostring(Ls))
+  local o = Ls(w * g)
+  for j = 1, w - 1 do
+    if Ls(w * g + j) ~= o + j then
+      failf(F, "%s values %d..%d are not one 16-byte row (layout %s): ldmatrix / stmatrix move rows of %d adjacent " ..
+        "%d-bit elements", name, w * g, w * g + w - 1, tostring(Ls), w, bits)
     end
   end
   local al = ten.offset_align(T, o)
   if al < 16 then
     failf(F, "%s values %d..%d are only known to be %d-byte aligned: ldmatrix / stmatrix rows must be 16-byte aligned",
-      name, 8 * g, 8 * g + 7, al)
+      name, w * g, w * g + w - 1, al)
   end
+end
+
+-- the register index of element i of a register tensor (its view's layout)
+local function reg_slot(r, i)
+  if rawget(r, "_compact") then return i end
+  return rawget(r, "_off") + ten.crd2idx(i, rawget(r, "_shape"), rawget(r, "_stride"))
 end
 
 function M.copy(atom, src, dst, F)
@@ -196,37 +210,48 @@ function M.copy(atom, src, dst, F)
   local sname, rname = ld and "src" or "dst", ld and "dst" or "src"
   local smem, regs = ld and src or dst, ld and dst or src
   local ns = check_smem(F, sname, smem, atom, instr)
-  local nr = check_regs(F, rname, regs, atom, instr)
-  local vr = 2 * nm -- 16-bit values per thread and instruction
-  if ns % 8 ~= 0 or nr % vr ~= 0 or ns / 8 ~= nr / vr then
-    failf(F, "%s has %d values per thread and %s %d: %s moves 8 (one row) and %d (%d registers) per thread, so " ..
-      "they must be 8 k and %d k for the same k (partition the shared tensor with partition_%s and retile the fragment)",
-      sname, ns, rname, nr, instr, vr, nm, vr, ld and "S" or "D")
+  local nr, raw = check_regs(F, rname, regs, atom, instr, ld)
+  local bits = tr.tinfo[tr.dtype_ir[atom.value_type]].bits
+  local w = 128 / bits            -- values per 16-byte row (one per thread and instruction)
+  local per = 32 / bits           -- values per b32 register
+  local vr = per * nm             -- values per thread and instruction
+  if ns % w ~= 0 or nr % vr ~= 0 or ns / w ~= nr / vr then
+    failf(F, "%s has %d values per thread and %s %d: %s moves %d (one row) and %d (%d registers) per thread, so " ..
+      "they must be %d k and %d k for the same k (partition the shared tensor with partition_%s and retile the fragment)",
+      sname, ns, rname, nr, instr, w, vr, nm, w, vr, ld and "S" or "D")
   end
   local Ls
   if ten.is_static(smem.layout.shape) and ten.is_static(smem.layout.stride) then
     Ls = layout.make_layout(smem.layout.shape, smem.layout.stride)
   end
   local e = tr.dtype_ir[atom.value_type]
-  local v2 = C.cute_ir_t_vec(S.ir, e, 2)
-  if v2 == 0 then tr.ir_fail() end
+  local vp = per > 1 and C.cute_ir_t_vec(S.ir, e, per) or e
+  if vp == 0 then tr.ir_fail() end
+  -- the instruction takes b16 rows: an 8- or 32-bit shared pointer is recast
+  local p16 = bits ~= 16 and C.cute_ir_t_ptr(S.ir, tr.T.U16, require("cute.dtype").spaces.shared) or nil
   local arch = require("cute.nvgpu_arch")
   local opts = { num_matrices = nm, transpose = op.transpose }
-  for g = 0, ns / 8 - 1 do
-    check_row(F, sname, smem, Ls, g)
-    local p = smem:ptr_at(8 * g)
+  for g = 0, ns / w - 1 do
+    check_row(F, sname, smem, Ls, g, w, bits)
+    local p = smem:ptr_at(w * g)
+    if p16 then p = irop(tr.OP.PTRCAST, p16, { p }) end
     if ld then
       local f = arch.ldmatrix(p, opts)
       for j = 0, nm - 1 do
-        local w = irop(tr.OP.BITCAST, v2, { f[j] })
-        regs[g * vr + 2 * j] = irop(tr.OP.EXTRACT, e, { w }, 0)
-        regs[g * vr + 2 * j + 1] = irop(tr.OP.EXTRACT, e, { w }, 1)
+        if raw then -- the f32 bits are the tf32 register's storage (u32)
+          rawget(regs, "_frag")[reg_slot(regs, g * vr + j)] = f[j]
+        elseif per == 1 then
+          regs[g * vr + j] = irop(tr.OP.BITCAST, e, { f[j] })
+        else
+          local x = irop(tr.OP.BITCAST, vp, { f[j] })
+          for h = 0, per - 1 do regs[g * vr + per * j + h] = irop(tr.OP.EXTRACT, e, { x }, h) end
+        end
       end
     else
-      local words = {}
+      local words = {} -- (stmatrix atoms are 16-bit)
       for j = 0, nm - 1 do
         local lo, hi = tr.lift(regs[g * vr + 2 * j], e), tr.lift(regs[g * vr + 2 * j + 1], e)
-        words[j + 1] = irop(tr.OP.BITCAST, tr.T.U32, { irop(tr.OP.VEC, v2, { lo, hi }) })
+        words[j + 1] = irop(tr.OP.BITCAST, tr.T.U32, { irop(tr.OP.VEC, vp, { lo, hi }) })
       end
       arch.stmatrix(p, irop(tr.OP.VEC, C.cute_ir_t_array(S.ir, tr.T.U32, nm), words), opts)
     end

@@ -128,6 +128,8 @@ cute.copy = function(a, ...)
 end
 
 cute.make_identity_tensor, cute.elem_less = tensor.make_identity_tensor, tensor.elem_less
+-- the memory of a kernel tensor as another dtype (cute.recast)
+cute.recast_tensor = require("cute.recast").recast_tensor
 
 -- ops that take a layout or a kernel-side tensor
 local function dual(name, tfn)
