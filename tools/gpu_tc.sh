@@ -10,7 +10,7 @@ BIN=./bin/cuteluajit
 case "$1" in
 specs)
   for f in mma_atom_gpu tensorcore_gpu gemm_tiled_mma_gpu gemm_atoms_gpu ldmatrix_copy_gpu copy_atom copy_partition \
-           swizzle tensor_ssa fp8 fragment_gpu flash_attention gemm_examples ldmatrix_wide recast_tensor; do
+           swizzle tensor_ssa fp8 fragment_gpu flash_attention gemm_examples ldmatrix_wide recast_tensor dynamic_partition; do
     timeout 240 ./bin/busted -o plainTerminal "spec/${f}_spec.lua" > "$O/spec_$f.log" 2>&1
     echo "$f rc=$? $(grep -E '^[0-9]+ succ' "$O/spec_$f.log")"
     grep -A10 -E '^(Failure|Error) ->' "$O/spec_$f.log" | head -30
