@@ -189,30 +189,48 @@ describe("the disk cache key", function()
     assert.are_not.equal(r1.cache.key, r2.cache.key)
   end)
 
-  it("changes with the library's build, LLVM's version and the ptxas binary (child processes)", function()
-    -- a ptxas reached through another path is another input: CUTE_PTXAS
+  -- child processes: one prints "<status> <key>" for one compile
+  local key_script = base .. "/key_child.lua"
+  write(key_script, [[
+    local cute = require("cute")
+    local k = cute.kernel(function(A, B) local t = cute.arch.thread_idx(); B[t] = A[t] + 1 end,
+      { keep = { "ptx" }, use_ptxas = arg[1] == "cubin" })
+    local s = cute.tensor_spec({ 64 }, cute.float32)
+    local r = k:compile(s, s)
+    print(r.cache.status .. " " .. r.cache.key)
+  ]])
+
+  it("changes with the ptxas binary (another file: CUTE_PTXAS)", function()
     if not HAVE_PTXAS then return pending("no ptxas on this machine") end
     local dir = fresh_dir()
-    local script = base .. "/key_child.lua"
-    write(script, [[
-      local cute = require("cute")
-      local k = cute.kernel(function(A, B) local t = cute.arch.thread_idx(); B[t] = A[t] + 1 end,
-        { keep = { "ptx" }, use_ptxas = true })
-      local s = cute.tensor_spec({ 64 }, cute.float32)
-      local r = k:compile(s, s)
-      print(r.cache.status .. " " .. r.cache.key)
-    ]])
     local copy = base .. "/ptxas_copy"
     assert(os.execute(("cp %s %s"):format(ffi.string(C.cute_ptxas_path()), copy)) == 0)
     local env = "CUTE_CACHE_DIR=" .. dir .. " "
-    local o1 = sh(env .. self_exe() .. " " .. script)
-    local o2 = sh(env .. self_exe() .. " " .. script)
-    local o3 = sh(env .. "CUTE_PTXAS=" .. copy .. " " .. self_exe() .. " " .. script)
+    local run_child = ("%s %s cubin"):format(self_exe(), key_script)
+    local o1, o2 = sh(env .. run_child), sh(env .. run_child)
+    local o3 = sh(env .. "CUTE_PTXAS=" .. copy .. " " .. run_child)
     local k1, k2, k3 = o1:match("stored (%x+)"), o2:match("hit (%x+)"), o3:match("stored (%x+)")
     assert.truthy(k1, o1)
     assert.are.equal(k1, k2, o2)
     assert.truthy(k3, o3)
     assert.are_not.equal(k1, k3)
+  end)
+
+  it("changes with the library's build (its GNU build ID): cuteluajit and luajit + libcute.so", function()
+    local lib = io.open("build/libcute.so") and "build/libcute.so"
+    local luajit = (sh("command -v luajit")):match("%S+")
+    if not (lib and luajit) then return pending("needs build/libcute.so and luajit") end
+    local dir = fresh_dir()
+    local env = "CUTE_CACHE_DIR=" .. dir .. " "
+    local lj = ("CUTE_LIB=%s/%s LUA_PATH='lua/?.lua;lua/?/init.lua;;' %s %s ptx"):format(
+      (sh("pwd")):match("%S+"), lib, luajit, key_script)
+    local o1 = sh(env .. self_exe() .. " " .. key_script .. " ptx")
+    local o2, o3 = sh(env .. lj), sh(env .. lj)
+    local k1, k2, k3 = o1:match("stored (%x+)"), o2:match("stored (%x+)"), o3:match("hit (%x+)")
+    assert.truthy(k1, o1)
+    assert.truthy(k2, o2)
+    assert.are.equal(k2, k3, o3)
+    assert.are_not.equal(k1, k2)
   end)
 end)
 

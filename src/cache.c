@@ -25,6 +25,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <link.h>
 #include <llvm/Config/llvm-config.h>
 #include <pthread.h>
 #include <pwd.h>
@@ -128,16 +130,58 @@ static void put_file_id(sha256_ctx *h, const char *label, const char *path) {
   sha256_update(h, b, strlen(b));
 }
 
-/* the library's own file (libcute.so, or the executable it is linked into):
-   a rebuild changes the key even when the version number does not */
+/* the library's build: the GNU build ID of the object that holds this code
+   (libcute.so, or the executable it is linked into; a hash of its bytes that
+   the linker writes), else that file's path, size and mtime: a rebuild changes
+   the key even when the version number does not */
 static char lib_id[1400];
 static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+
+static int build_id_of(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  uintptr_t addr = (uintptr_t)(void *)cache_key;
+  int mine = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+    if (p->p_type == PT_LOAD && addr >= lo && addr < lo + p->p_memsz) mine = 1;
+  }
+  if (!mine) return 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+    if (p->p_type != PT_NOTE) continue;
+    const unsigned char *n = (const unsigned char *)(info->dlpi_addr + p->p_vaddr), *end = n + p->p_memsz;
+    while (n + sizeof(ElfW(Nhdr)) <= end) {
+      const ElfW(Nhdr) *h = (const void *)n;
+      const unsigned char *name = n + sizeof *h, *desc = name + ((h->n_namesz + 3) & ~3u);
+      if (desc + h->n_descsz > end) break;
+      if (h->n_type == NT_GNU_BUILD_ID && h->n_namesz == 4 && !memcmp(name, "GNU", 4) && h->n_descsz <= 64) {
+        char *o = (char *)data + sprintf(data, "library build-id ");
+        for (unsigned j = 0; j < h->n_descsz; j++) o += sprintf(o, "%02x", desc[j]);
+        strcpy(o, "\n");
+        return 1;
+      }
+      n = desc + ((h->n_descsz + 3) & ~3u);
+    }
+  }
+  return 1;
+}
+
 static void lib_id_init(void) {
+  lib_id[0] = 0;
+  dl_iterate_phdr(build_id_of, lib_id);
+  if (lib_id[0]) return;
   Dl_info info;
   struct stat st;
-  if (dladdr((void *)cache_key, &info) && info.dli_fname && !stat(info.dli_fname, &st))
-    snprintf(lib_id, sizeof lib_id, "library %.1000s size %lld mtime %lld.%09ld\n", info.dli_fname,
-             (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+  char path[PATH_MAX];
+  const char *f = dladdr((void *)cache_key, &info) ? info.dli_fname : NULL;
+  if (!f || !realpath(f, path)) {
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    path[n > 0 ? n : 0] = 0;
+  }
+  if (path[0] && !stat(path, &st))
+    snprintf(lib_id, sizeof lib_id, "library %.1000s size %lld mtime %lld.%09ld\n", path, (long long)st.st_size,
+             (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
   else
     snprintf(lib_id, sizeof lib_id, "library unknown\n");
 }

@@ -303,6 +303,8 @@ static int cache_lookup(cute_compiled *res, char *dir, size_t dcap, unsigned cha
   if (!o->cache) return 0;
   /* entries hold no LLVM text: a compile that keeps it runs every stage */
   if (o->keep_mask & KEEP_LLVM) { res->cache_status = "skipped"; return 0; }
+  /* (a module of device functions only: nothing to load, nothing kept) */
+  if (!res->nk) { res->cache_status = "skipped"; return 0; }
   cute_err e = {0};
   if (cute_cache_dir(dir, dcap, &e) || cute_cache_max_bytes(&(int64_t){0}, &e)) {
     res->cache_status = "refused";
