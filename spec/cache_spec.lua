@@ -537,11 +537,11 @@ describe("a second process launches from the cache", function()
       cute.synchronize()
       local first = cute.now_us() - t0
       local e = k:entry(A, B, Cd)
-      local got = Cd:to_host()
+      local got = Cd:to_host() -- (an ffi array: 0-based)
       local bad = 0
       for i = 1, n do
         local want = a[i] * 3 + b[i]
-        if not (math.abs(got[i] - want) <= 1e-5 * (1 + math.abs(want))) then bad = bad + 1 end
+        if not (math.abs(got[i - 1] - want) <= 1e-5 * (1 + math.abs(want))) then bad = bad + 1 end
       end
       print(("%s bad=%d first_us=%.0f"):format(ffi.string(C.cute_compiled_cache_status(e.cc)), bad, first))
     ]])
