@@ -52,7 +52,8 @@ int cute_cache_stats_get(cute_cache_stats *out, cute_err *err);
    free it with cute_cache_text_free. */
 int cute_cache_list(char **text, cute_err *err);
 void cute_cache_text_free(char *text);
-/* Remove every entry and temp file; *removed = entries removed. */
+/* Remove every entry, and temp files of crashed writers (older than 10
+   minutes: others may be in flight); *removed = entries removed. */
 int cute_cache_clear(int64_t *removed, cute_err *err);
 /* Evict least recently used entries until the total is at most cap bytes
    (cap < 0: the configured cap); *removed = entries removed. */

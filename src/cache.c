@@ -603,9 +603,16 @@ int cute_cache_clear(int64_t *removed, cute_err *err) {
   DIR *d = opendir(dir);
   if (!d) return cute_err_setf(err, CUTE_E_STATE, "disk cache: cannot read %s: %s", dir, strerror(errno));
   struct dirent *de;
+  time_t now = time(NULL);
   while ((de = readdir(d))) {
     int entry = is_entry_name(de->d_name);
-    if (!entry && strncmp(de->d_name, TEMP_PREFIX, strlen(TEMP_PREFIX))) continue;
+    struct stat st;
+    if (!entry) {
+      /* a temp file: only a crashed writer's (another process may be writing this one) */
+      if (strncmp(de->d_name, TEMP_PREFIX, strlen(TEMP_PREFIX)) ||
+          fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || now - st.st_mtim.tv_sec <= STALE_TEMP_S)
+        continue;
+    }
     if (!unlinkat(dirfd(d), de->d_name, 0) && entry) (*removed)++;
   }
   closedir(d);
