@@ -225,7 +225,9 @@ function M.run(ir, o)
   local msg = st ~= 0 and ffi.string(cf.err[0].msg) or nil
   if cc and not M.cache_warned and ffi.string(C.cute_compiled_cache_status(cc)) == "refused" then
     M.cache_warned = true
-    M.announce("cute: " .. ffi.string(C.cute_compiled_cache_detail(cc)) .. " (compiling without the disk cache)")
+    local where = cf.where()
+    M.announce((where and (where .. ": ") or "") .. "cute: " .. ffi.string(C.cute_compiled_cache_detail(cc)) ..
+      " (compiling without the disk cache)")
   end
   return cc, st, msg
 end
