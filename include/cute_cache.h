@@ -61,7 +61,7 @@ int cute_cache_evict(int64_t cap, int64_t *removed, cute_err *err);
 /* What the disk cache did for a compile: "hit", "stored", "off" (option
    cache false), "skipped" (keep asks for LLVM text, which entries do not
    hold; no kernels; a miss with verify false: only verified IR is stored), "refused" (unsafe directory or cap), "failed" (could not write), or
-   "none" (the compile failed).  Static string. */
+   "none" (a miss whose compile failed).  Static string. */
 const char *cute_compiled_cache_status(struct cute_compiled *c);
 /* Why (e.g. "checksum mismatch: rewritten", the refusal message), owned by
    c; "" when there is nothing to say. */

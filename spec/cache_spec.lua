@@ -132,6 +132,17 @@ describe("the disk cache: hits and misses", function()
     assert.are.equal(scale({ cache = false }).options_key, scale({ cache = true }).options_key)
   end)
 
+  it("a compile that fails stores nothing", function()
+    if not HAVE_PTXAS then return pending("no ptxas on this machine") end
+    local dir = fresh_dir()
+    local k = scale({ keep = { "ptx" }, use_ptxas = true, ptxas_options = "--no-such-ptxas-option" })
+    local ok, e = pcall(k.compile, k, spec, spec, 41)
+    assert.is_false(ok)
+    assert.truthy(has(e, "no-such-ptxas-option"), e)
+    assert.are.equal("none", k.last_failure.cache.status)
+    assert.are.same({}, entries(dir))
+  end)
+
   it("only verified IR is stored (a hit skips the verifier); verify = false may hit", function()
     local dir = fresh_dir()
     local r = run({ keep = { "ptx" }, verify = false }, 31)

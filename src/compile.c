@@ -439,7 +439,7 @@ int cute_compile(cute_ir *ir, const cute_compile_opts *oin, cute_compiled **out,
   /* only verified IR is stored: a hit skips the verifier (verify is not in the key) */
   if (!rc && use_cache && o->verify) cache_store(res, cdir, ckey);
   else if (!rc && use_cache) res->cache_status = "skipped";
-  if (rc) res->cache_status = "none";
+  if (rc && use_cache) res->cache_status = "none"; /* (a miss whose compile failed: nothing stored) */
   if (rc) res->failed = s;
   return finish(res, rc, msg, err);
 }
