@@ -19,7 +19,8 @@ while cute.now_us() - tg < gap_ms * 1e3 do end
 
 local ex = dofile(exdir .. "common.lua")
 local function load(name)
-  return ex.load_kernel(name):with({ use_ptxas = (mode == "cubin") })
+  -- (cache = false: the compile is measured, not the disk cache; bench/cache.lua measures that)
+  return ex.load_kernel(name):with({ use_ptxas = (mode == "cubin"), cache = false })
 end
 
 local function first(label, k, ...)

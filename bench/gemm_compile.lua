@@ -12,7 +12,7 @@ CUTE_EXAMPLE_LIB = true
 local m = dofile(arg[0])
 CUTE_EXAMPLE_LIB = nil
 local g = m.make_gemm{ bm = 128, bn = 256, warps_m = 2, warps_n = 4, stages = 4 }
-local k = g.kernel:with{ use_ptxas = mode == "ptxas" }
+local k = g.kernel:with{ use_ptxas = mode == "ptxas", cache = false } -- (the compile, not the disk cache: bench/cache.lua)
 local dyn = function(t) return cute.dynamic(t, { index_bits = 32 }) end
 local have_gpu = cute.available()
 local n = 512

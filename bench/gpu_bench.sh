@@ -11,6 +11,7 @@ cat "$O/baselines.json"
   "$BIN" bench/first_call.lua cubin
   for gap in 0 50; do CUDA_CACHE_DISABLE=1 "$BIN" bench/first_call.lua ptx $gap; done
   "$BIN" bench/first_call.lua ptx
+  for m in cubin ptx; do "$BIN" bench/cache.lua $m 5; done
   "$BIN" bench/kernels.lua "$O/baselines.json"
   "$BIN" bench/transpose_modes.lua 8192 100 old
 } 2>&1 | tee "$O/bench.log"

@@ -17,7 +17,9 @@
  * file:line of the op that produced it. */
 #include "core.h"
 #include "backend.h"
+#include "cache.h"
 #include "compile_opts.h"
+#include "sha256.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -46,6 +48,9 @@ struct cute_compiled {
   char arch[16];
   char *key;
   cute_compile_opts *o; /* a copy of the options compiled with */
+  const char *cache_status; /* cute_compiled_cache_status */
+  char cache_detail[1100];
+  char cache_key[65];
 };
 
 static double now_us(void) {
@@ -194,6 +199,7 @@ static void explain_ptxas(cute_ir *ir, cute_compiled *res, const char *log, char
     cute_compiled *c2 = NULL;
     if (o2 && !cute_compile_opts_set(o2, "lineinfo", "true", NULL) && !cute_compile_opts_set(o2, "use_ptxas", "false", NULL) &&
         !cute_compile_opts_set(o2, "dump_dir", "", NULL) && !cute_compile_opts_set(o2, "keep", "ptx", NULL) &&
+        !cute_compile_opts_set(o2, "cache", "false", NULL) &&
         !cute_compile(ir, o2, &c2, NULL)) {
       int m = same_line(c2->st[S_EMIT].text, src);
       if (m) ptx_loc(c2->st[S_EMIT].text, m, where, sizeof where);
@@ -288,6 +294,77 @@ static int run_sass(cute_compiled *res, char *msg, size_t cap) {
   return rc;
 }
 
+/* ---- the disk cache (cache.c) ---------------------------------------------------------------- */
+/* Look the compile up: 0 the cache is not used (status says why), 1 a miss
+   (dir and key set: store after the stages), 2 a hit (res filled). */
+static int cache_lookup(cute_compiled *res, char *dir, size_t dcap, unsigned char key[32]) {
+  cute_compile_opts *o = res->o;
+  res->cache_status = "off";
+  if (!o->cache) return 0;
+  /* entries hold no LLVM text: a compile that keeps it runs every stage */
+  if (o->keep_mask & KEEP_LLVM) { res->cache_status = "skipped"; return 0; }
+  /* (a module of device functions only: nothing to load, nothing kept) */
+  if (!res->nk) { res->cache_status = "skipped"; return 0; }
+  cute_err e = {0};
+  if (cute_cache_dir(dir, dcap, &e) || cute_cache_max_bytes(&(int64_t){0}, &e)) {
+    res->cache_status = "refused";
+    snprintf(res->cache_detail, sizeof res->cache_detail, "%s", e.msg);
+    return 0;
+  }
+  double t = now_us();
+  cache_key(res->st[S_VERIFY].text, o, key);
+  sha256_hex(key, res->cache_key);
+  cache_entry ce;
+  char why[200];
+  if (cache_read(dir, key, &ce, why, sizeof why)) {
+    if (strcmp(why, "absent")) snprintf(res->cache_detail, sizeof res->cache_detail, "%s: rewritten", why);
+    return 1;
+  }
+  /* the entry must be for this compile's kernels, arch and image kind */
+  int ok = ce.nk == res->nk && !strcmp(ce.arch, res->arch) && (!ce.cubin == !o->use_ptxas);
+  for (int i = 0; ok && i < res->nk; i++) ok = !strcmp(ce.k[i].name, res->k[i].name);
+  if (!ok) {
+    cache_entry_clear(&ce);
+    snprintf(res->cache_detail, sizeof res->cache_detail, "entry does not match the compile: rewritten");
+    return 1;
+  }
+  for (int i = 0; i < res->nk; i++) res->k[i].info = ce.k[i].info;
+  res->st[S_EMIT].text = ce.ptx;
+  res->st[S_ASSEMBLE].text = ce.ptxas_log;
+  res->st[S_INFO].text = ce.info_text;
+  res->cubin = ce.cubin;
+  res->cubin_size = ce.cubin_size;
+  ce.ptx = ce.ptxas_log = ce.info_text = NULL;
+  ce.cubin = NULL;
+  cache_entry_clear(&ce);
+  res->cache_status = "hit";
+  res->st[S_VERIFY].us = now_us() - t; /* (the time of the key and the read) */
+  return 2;
+}
+
+static void cache_store(cute_compiled *res, const char *dir, const unsigned char key[32]) {
+  cache_entry ce = {0};
+  snprintf(ce.arch, sizeof ce.arch, "%s", res->arch);
+  ce.ptx = res->st[S_EMIT].text;
+  ce.cubin = res->cubin;
+  ce.cubin_size = res->cubin_size;
+  ce.ptxas_log = res->st[S_ASSEMBLE].text;
+  ce.info_text = res->st[S_INFO].text;
+  ce.nk = res->nk;
+  cache_kernel ks[res->nk + 1];
+  for (int i = 0; i < res->nk; i++) ks[i].name = res->k[i].name, ks[i].info = res->k[i].info;
+  ce.k = ks;
+  char msg[500];
+  if (!ce.ptx || cache_write(dir, key, &ce, msg, sizeof msg)) {
+    res->cache_status = "failed";
+    snprintf(res->cache_detail, sizeof res->cache_detail, "%s", ce.ptx ? msg : "no PTX");
+  } else {
+    res->cache_status = "stored";
+  }
+}
+
+static int finish(cute_compiled *res, int rc, char *msg, cute_err *err); /* msg: 2040 bytes */
+
 int cute_compile(cute_ir *ir, const cute_compile_opts *oin, cute_compiled **out, cute_err *err) {
   if (out) *out = NULL;
   if (!ir || !out) return cute_err_setf(err, CUTE_E_STATE, "compile: NULL context or out");
@@ -305,12 +382,18 @@ int cute_compile(cute_ir *ir, const cute_compile_opts *oin, cute_compiled **out,
   if (ir->nfuncs <= 1) return cute_err_setf(err, CUTE_E_ARG, "compile: no functions");
   if (init_kernels(ir, res)) return cute_err_setf(err, CUTE_E_NOMEM, "out of memory");
   int rc = 0, s = S_VERIFY;
-  /* verify */
   double t = now_us();
+  res->st[S_VERIFY].text = ir_print_all(ir);
+  if (!res->st[S_VERIFY].text) return cute_err_setf(err, CUTE_E_NOMEM, "out of memory");
+  /* the disk cache: a hit skips every stage up to load_info */
+  char cdir[1024];
+  unsigned char ckey[32];
+  int use_cache = cache_lookup(res, cdir, sizeof cdir, ckey);
+  if (use_cache == 2) return finish(res, 0, msg, err);
+  /* verify */
   res->st[S_VERIFY].ran = 1;
   for (int32_t i = 1; o->verify && i < ir->nfuncs && !rc; i++)
     if (ir_verify_func(ir, i, msg, sizeof msg)) rc = CUTE_E_VERIFY;
-  res->st[S_VERIFY].text = ir_print_all(ir);
   res->st[S_VERIFY].us = now_us() - t;
   /* lower, link, optimise, emit_ptx: the code generator */
   static int (*const llvm_stage[4])(cg *, char **) = {cg_lower, cg_link, cg_optimise, cg_emit};
@@ -353,15 +436,23 @@ int cute_compile(cute_ir *ir, const cute_compile_opts *oin, cute_compiled **out,
     res->st[s].text = info_text(res);
     res->st[s].us = now_us() - t;
   }
-  /* sass */
-  if (!rc && (o->keep_mask & KEEP_SASS)) {
-    s = S_SASS;
-    t = now_us();
-    res->st[s].ran = 1;
-    rc = run_sass(res, msg, sizeof msg);
-    res->st[s].us = now_us() - t;
-  }
+  /* only verified IR is stored: a hit skips the verifier (verify is not in the key) */
+  if (!rc && use_cache && o->verify) cache_store(res, cdir, ckey);
+  else if (!rc && use_cache) res->cache_status = "skipped";
+  if (rc && use_cache) res->cache_status = "none"; /* (a miss whose compile failed: nothing stored) */
   if (rc) res->failed = s;
+  return finish(res, rc, msg, err);
+}
+
+/* the last steps of every compile (a cache hit too): sass, dump_dir, keep */
+static int finish(cute_compiled *res, int rc, char *msg, cute_err *err) {
+  if (!rc && (res->o->keep_mask & KEEP_SASS)) {
+    double t = now_us();
+    res->st[S_SASS].ran = 1;
+    rc = run_sass(res, msg, 2040);
+    res->st[S_SASS].us = now_us() - t;
+    if (rc) res->failed = S_SASS;
+  }
   char dmsg[1000];
   int drc = dump(res, dmsg, sizeof dmsg);
   apply_keep(res);
@@ -380,6 +471,9 @@ int cute_compiled_stage_ran(cute_compiled *c, int i) { return c && i >= 0 && i <
 const char *cute_compiled_failed_stage(cute_compiled *c) { return c && c->failed >= 0 ? stage_names[c->failed] : NULL; }
 const char *cute_compiled_arch(cute_compiled *c) { return c ? c->arch : NULL; }
 const char *cute_compiled_key(cute_compiled *c) { return c ? c->key : NULL; }
+const char *cute_compiled_cache_status(cute_compiled *c) { return c && c->cache_status ? c->cache_status : "none"; }
+const char *cute_compiled_cache_detail(cute_compiled *c) { return c ? c->cache_detail : ""; }
+const char *cute_compiled_cache_key(cute_compiled *c) { return c ? c->cache_key : ""; }
 
 const char *cute_compiled_sass(cute_compiled *c, cute_err *err) {
   if (!c || !c->o) { cute_err_setf(err, CUTE_E_STATE, "sass: no compiled result"); return NULL; }

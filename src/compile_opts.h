@@ -42,7 +42,9 @@
   X(verify, BOOL, 0, 0, "true", "CUTE_VERIFY", 0, "run the IR verifier before lowering")                          \
   X(keep, KEEP, 0, 0, "ir,llvm,ptx,cubin", "CUTE_KEEP", 0,                                                       \
     "stages kept on the result: any of ir, llvm, ptx, cubin, sass (the loadable image is always kept)")          \
-  X(dump_dir, STR, 0, 0, "", "CUTE_DUMP_DIR", 0, "directory where every kept stage is written as <kernel>-<hash>.<ext>")
+  X(dump_dir, STR, 0, 0, "", "CUTE_DUMP_DIR", 0, "directory where every kept stage is written as <kernel>-<hash>.<ext>") \
+  X(cache, BOOL, 0, 0, "true", "CUTE_CACHE", 0,                                                                 \
+    "use the on-disk cache of compiled kernels (docs/CACHE.md); false: compile every time")
 
 /* storage of each type */
 #define COPT_CT_ARCH char *

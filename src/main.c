@@ -4,6 +4,7 @@
  *   cuteluajit -e 'code' [...]     run code (several -e allowed)
  *   cuteluajit -i [script]         REPL (after the script, if any)
  *   cuteluajit                     REPL when stdin is a terminal, else run stdin
+ *   cuteluajit --cache list|stats|clear   the disk cache of compiled kernels (docs/CACHE.md)
  *
  * The REPL uses GNU readline when libreadline.so.8 can be dlopen'ed (line
  * editing, history in ~/.cuteluajit_history) and plain stdin otherwise.
@@ -13,6 +14,7 @@
 #include "cute_lua.h"
 #include "cute_ir.h"
 #include "cute_cuda.h"
+#include "cute_cache.h"
 
 #include <lua.h>
 #include <lauxlib.h>
@@ -296,6 +298,7 @@ static void usage(void) {
         "  -i        interactive REPL after the script/code\n"
         "  -v        print the version\n"
         "  -         run standard input\n"
+        "  --cache list|stats|clear   the disk cache of compiled kernels\n"
         "With no script and a terminal on stdin, starts the REPL.\n", stderr);
 }
 
@@ -308,7 +311,39 @@ static int finish(lua_State *L, int code) {
   return code;
 }
 
+/* cuteluajit --cache list|stats|clear: 0 or 1 (the message on stderr) */
+static int cache_cmd(const char *what) {
+  cute_err err = {0};
+  int rc = 0;
+  if (what && !strcmp(what, "list")) {
+    char *text = NULL;
+    if (!(rc = cute_cache_list(&text, &err))) fputs(text, stdout);
+    cute_cache_text_free(text);
+  } else if (what && !strcmp(what, "stats")) {
+    cute_cache_stats st;
+    if (!(rc = cute_cache_stats_get(&st, &err)))
+      printf("directory %s\nentries %lld\nbytes %lld\ncap %lld%s\ntemp files %lld\n", st.dir, (long long)st.entries,
+             (long long)st.bytes, (long long)st.cap, st.cap ? "" : " (none)", (long long)st.temps);
+  } else if (what && !strcmp(what, "clear")) {
+    int64_t n = 0;
+    char dir[1024] = "";
+    if (!(rc = cute_cache_clear(&n, &err))) {
+      cute_cache_dir(dir, sizeof dir, NULL);
+      printf("removed %lld entr%s from %s\n", (long long)n, n == 1 ? "y" : "ies", dir);
+    }
+  } else {
+    fprintf(stderr, "cuteluajit --cache: expected list, stats or clear, got %s\n", what ? what : "nothing");
+    return 1;
+  }
+  if (rc) fprintf(stderr, "cuteluajit --cache %s: %s\n", what, err.msg);
+  return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc >= 2 && !strcmp(argv[1], "--cache")) {
+    if (argc > 3) { fputs("usage: cuteluajit --cache list|stats|clear\n", stderr); return 1; }
+    return cache_cmd(argc > 2 ? argv[2] : NULL);
+  }
   lua_State *L = luaL_newstate();
   if (!L) { fputs("cuteluajit: cannot create Lua state\n", stderr); return 1; }
   gL = L;

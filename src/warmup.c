@@ -39,7 +39,9 @@ static void *warm_main(void *arg) {
   cute_ir_ret(ir, 0);
   cute_compile_opts *o = cute_compile_opts_new();
   cute_compiled *out = NULL;
-  if (o && cute_compile_opts_set(o, "arch", warm_arch, NULL) == 0 && cute_ir_status(ir, NULL) == 0)
+  /* (never the disk cache: a hit would leave LLVM cold) */
+  if (o && cute_compile_opts_set(o, "arch", warm_arch, NULL) == 0 && cute_compile_opts_set(o, "cache", "false", NULL) == 0 &&
+      cute_ir_status(ir, NULL) == 0)
     cute_compile(ir, o, &out, NULL);
   cute_compiled_free(out);
   cute_compile_opts_free(o);

@@ -4,11 +4,14 @@
  * parser round trip, verifier errors and the PTX (assembled by ptxas when
  * present, for sm_80 and sm_90a).  Prints "N passed, N failed". */
 #include "cute_ir.h"
+#include "cute_cache.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static int passed, failed, skipped, verbose;
 
@@ -326,6 +329,99 @@ static void test_parallel_compiles(void) {
   }
 }
 
+/* the disk cache from C (docs/CACHE.md): a compile that keeps no LLVM text is
+   stored, then hit; 8 threads compiling one kernel into one directory all get
+   its PTX; an unsafe directory is refused with a message and compiling goes on */
+typedef struct cache_job {
+  const char *status;
+  char *ptx;
+} cache_job;
+
+static cute_compiled *cache_compile(const char *keep, cute_err *e) {
+  cute_ir *ir = cute_ir_new();
+  build_vadd(ir);
+  cute_compile_opts *o = cute_compile_opts_new();
+  cute_compiled *c = NULL;
+  if (cute_compile_opts_set(o, "keep", keep, e) || cute_compile_opts_set(o, "use_ptxas", "false", e) ||
+      cute_compile(ir, o, &c, e)) {
+    cute_compiled_free(c);
+    c = NULL;
+  }
+  cute_compile_opts_free(o);
+  cute_ir_free(ir);
+  return c;
+}
+
+static void *cache_main(void *arg) {
+  cache_job *j = arg;
+  cute_err e;
+  cute_compiled *c = cache_compile("ptx", &e);
+  if (c) {
+    j->status = cute_compiled_cache_status(c);
+    j->ptx = strdup(cute_compiled_ptx(c));
+  }
+  cute_compiled_free(c);
+  return NULL;
+}
+
+static void test_disk_cache(void) {
+  char base[] = "/tmp/cute-cache-test-XXXXXX", dir[200], cmd[300];
+  CHECK(mkdtemp(base) != NULL, "mkdtemp");
+  snprintf(dir, sizeof dir, "%s/cache", base);
+  setenv("CUTE_CACHE_DIR", dir, 1);
+  cute_err e;
+  cute_compiled *c1 = cache_compile("ptx", &e), *c2 = cache_compile("ptx", &e), *c3 = cache_compile("ptx,llvm", &e);
+  CHECK(c1 && c2 && c3, "compiles: %s", e.msg);
+  if (c1 && c2 && c3) {
+    CHECK(!strcmp(cute_compiled_cache_status(c1), "stored"), "first: %s %s", cute_compiled_cache_status(c1),
+          cute_compiled_cache_detail(c1));
+    CHECK(!strcmp(cute_compiled_cache_status(c2), "hit"), "second: %s", cute_compiled_cache_status(c2));
+    CHECK(!strcmp(cute_compiled_ptx(c1), cute_compiled_ptx(c2)), "the hit's PTX differs");
+    CHECK(!strcmp(cute_compiled_cache_key(c1), cute_compiled_cache_key(c2)) && strlen(cute_compiled_cache_key(c1)) == 64,
+          "keys");
+    CHECK(!strcmp(cute_compiled_cache_status(c3), "skipped") && cute_compiled_llvm_ir(c3), "keep llvm: %s",
+          cute_compiled_cache_status(c3));
+    cute_kernel_info a, b;
+    CHECK(!cute_compiled_info(c1, "vadd", &a) && !cute_compiled_info(c2, "vadd", &b) && a.max_threads == 256 &&
+          b.max_threads == 256 && b.min_blocks == 2, "kernel info of the hit");
+  }
+  cute_cache_stats st;
+  CHECK(cute_cache_stats_get(&st, &e) == 0 && st.entries == 1 && st.bytes > 0 && !strcmp(st.dir, dir), "stats: %s",
+        e.msg);
+  int64_t removed = -1;
+  CHECK(cute_cache_clear(&removed, &e) == 0 && removed == 1, "clear: %lld", (long long)removed);
+  /* threads of one process: one entry, one PTX */
+  enum { N = 8 };
+  cache_job jobs[N] = {{0}};
+  pthread_t th[N];
+  int started = 0;
+  for (int i = 0; i < N; i++) started += pthread_create(&th[i], NULL, cache_main, &jobs[i]) == 0;
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  CHECK(started == N, "started %d threads", started);
+  for (int i = 0; i < started; i++) {
+    CHECK(jobs[i].ptx && c1 && !strcmp(jobs[i].ptx, cute_compiled_ptx(c1)), "thread %d: PTX", i);
+    CHECK(jobs[i].status && (!strcmp(jobs[i].status, "stored") || !strcmp(jobs[i].status, "hit")), "thread %d: %s", i,
+          jobs[i].status ? jobs[i].status : "(none)");
+    free(jobs[i].ptx);
+  }
+  CHECK(cute_cache_stats_get(&st, &e) == 0 && st.entries == 1 && st.temps == 0, "after threads: %lld entries",
+        (long long)st.entries);
+  /* group-writable: refused, the compile goes on */
+  chmod(dir, 0770);
+  cute_compiled *c4 = cache_compile("ptx", &e);
+  CHECK(c4 && !strcmp(cute_compiled_cache_status(c4), "refused") &&
+            strstr(cute_compiled_cache_detail(c4), "writable by its group"),
+        "refused: %s", c4 ? cute_compiled_cache_detail(c4) : e.msg);
+  CHECK(cute_cache_stats_get(&st, &e) == CUTE_E_STATE && strstr(e.msg, dir), "stats of an unsafe dir: %s", e.msg);
+  cute_compiled_free(c1);
+  cute_compiled_free(c2);
+  cute_compiled_free(c3);
+  cute_compiled_free(c4);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+  CHECK(system(cmd) == 0, "%s", cmd);
+  unsetenv("CUTE_CACHE_DIR");
+}
+
 int main(int argc, char **argv) {
   verbose = argc > 1 && !strcmp(argv[1], "-v");
   static const char *const vadd_x[] = {"ld.global.nc.v4.f32", ".maxntid 256", ".minnctapersm 2", "st.global.cs.v4.b32", NULL};
@@ -336,6 +432,7 @@ int main(int argc, char **argv) {
   test_kernel("misc", build_misc, misc_x);
   test_compile_opts();
   test_parallel_compiles();
+  test_disk_cache();
   static const char *const frag_x[] = {".param .align 64 .b8 frag_param_desc[128]", "cvta.param", ".param .u64 frag_param_out", NULL};
   test_kernel("frag", build_frag, frag_x);
 

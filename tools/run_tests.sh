@@ -7,7 +7,11 @@
 # TEST_ONLY=asan runs only the sanitizer suite.
 B=build
 P=0; F=0; S=0
-log=$(mktemp); trap 'rm -f "$log"' EXIT
+log=$(mktemp)
+# the disk cache of compiled kernels (docs/CACHE.md): a fresh directory per run,
+# so that no entry of another build or run is read and none is left in ~/.cache
+cache_dir=$(mktemp -d); export CUTE_CACHE_DIR="$cache_dir"
+trap 'rm -f "$log"; rm -rf "$cache_dir"' EXIT
 
 count_busted() { # $1 = label, rest = command
   label=$1; shift

@@ -215,11 +215,21 @@ function Options:given(name) return C.cute_compile_opts_source(self.h, name) ~= 
 -- compiling and the result
 ---------------------------------------------------------------------------
 -- compile ir (cdata) with o (Options); returns cc (gc'ed, or nil), status, message
+-- (the disk cache, docs/CACHE.md: cute_compile looks the compile up and
+-- stores it; an unsafe cache directory is announced once per process)
+M.cache_warned = false
 function M.run(ir, o)
   local out = ffi.new("cute_compiled*[1]")
   local st = C.cute_compile(ir, o.h, out, cf.err)
   local cc = out[0] ~= nil and ffi.gc(out[0], C.cute_compiled_free) or nil
-  return cc, st, st ~= 0 and ffi.string(cf.err[0].msg) or nil
+  local msg = st ~= 0 and ffi.string(cf.err[0].msg) or nil
+  if cc and not M.cache_warned and ffi.string(C.cute_compiled_cache_status(cc)) == "refused" then
+    M.cache_warned = true
+    local where = cf.where()
+    M.announce((where and (where .. ": ") or "") .. "cute: " .. ffi.string(C.cute_compiled_cache_detail(cc)) ..
+      " (compiling without the disk cache)")
+  end
+  return cc, st, msg
 end
 
 local function s(p) return p ~= nil and ffi.string(p) or nil end
@@ -239,6 +249,7 @@ M.Result = Result
 -- the one result shape:
 --   ir, llvm, ptx, sass, ptxas_log  stage texts (nil when not run or not kept)
 --   cubin                           the cubin bytes as a string (nil: none)
+--   cache = {status, detail, key}   what the disk cache did (docs/CACHE.md)
 --   arch, key                       the target and the options key
 --   kernels = {name = info}, info   per kernel; info is the first kernel's
 --   times = {<stage> = us, total = us}, stages = {{name, time_us, text, ran}...}
@@ -266,6 +277,10 @@ function M.result(cc)
   end
   r.times.total = total
   r.sass = r.stages[8] and r.stages[8].text
+  -- the disk cache: status (hit, stored, off, skipped, refused, failed,
+  -- none), detail (why) and the entry's key
+  r.cache = { status = ffi.string(C.cute_compiled_cache_status(cc)), detail = ffi.string(C.cute_compiled_cache_detail(cc)),
+    key = ffi.string(C.cute_compiled_cache_key(cc)) }
   for i = 0, C.cute_compiled_kernel_count(cc) - 1 do
     local name = ffi.string(C.cute_compiled_kernel_name(cc, i))
     local ki = ffi.new("cute_kernel_info")

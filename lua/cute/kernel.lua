@@ -391,6 +391,11 @@ local function compile_ir(self, ir, want_cubin)
   elseif want_cubin and not o.values.use_ptxas and C.cute_ptxas_path() ~= nil then
     o = o:with({ use_ptxas = true }, "cute.kernel " .. self.name)
   end
+  -- a launch reads no stage text: without keep or dump_dir given, keep only
+  -- the image, so that the disk cache (whose entries hold no LLVM text) serves it
+  if o.values.cache and not o:given("keep") and not o:given("dump_dir") then
+    o = o:with({ keep = "ptx,cubin" }, "cute.kernel " .. self.name)
+  end
   local cc, st, msg = compile.run(ir, o)
   if st ~= 0 then
     self._failed = cc and compile.result(cc) or nil
