@@ -162,10 +162,16 @@ function M.make_kernel(opts)
     -- register fragments: Q (A, read once), K and V (B), and their ldmatrix views
     local thr = tm:get_slice(tid)
     local tCrQ = thr:partition_fragment_A(sQ)                   -- ((2,2,2), MI, KD)
-    local tCrK = thr:partition_fragment_B(sK[{ _, _, 0 }])      -- ((2,2), NI, KD)
-    local tCrV = thr:partition_fragment_B(sVt[{ _, _, 0 }])     -- ((2,2), D/8, KN)
     local cpQ, cpK, cpV = s2r_Q:get_slice(tid), s2r_K:get_slice(tid), s2r_V:get_slice(tid)
-    local tQr, tKr, tVr = cpQ:retile(tCrQ), cpK:retile(tCrK), cpV:retile(tCrV)
+    local tQr = cpQ:retile(tCrQ)
+    -- K and V: two register buffers of one k-block each (the next one is read
+    -- while the current one multiplies)
+    local tCrK, tKr, tCrV, tVr = {}, {}, {}, {}
+    for b = 0, 1 do
+      tCrK[b] = thr:make_fragment_B({ { 2, 2 }, NI, 1 })
+      tCrV[b] = thr:make_fragment_B({ { 2, 2 }, D / 8, 1 })
+      tKr[b], tVr[b] = cpK:retile(tCrK[b]), cpV:retile(tCrV[b])
+    end
 
     cute.arch.cp_async_wait_group(1)
     cute.arch.sync_threads()
@@ -205,10 +211,10 @@ function M.make_kernel(opts)
       -- S = Q K_j^T, K's k-block kk + 1 read while k-block kk multiplies
       local tKs = cpK:partition_S(sK[{ _, _, st }])            -- ((8,1), NI/2, KD)
       acc_S:fill(0)
-      cute.copy(s2r_K, tKs[{ _, _, 0 }], tKr[{ _, _, 0 }])
+      cute.copy(s2r_K, tKs[{ _, _, 0 }], tKr[0][{ _, _, 0 }])
       for kk = 0, KD - 1 do
-        if kk + 1 < KD then cute.copy(s2r_K, tKs[{ _, _, kk + 1 }], tKr[{ _, _, kk + 1 }]) end
-        cute.gemm(tm, acc_S, tCrQ[{ _, _, kk }], tCrK[{ _, _, kk }], acc_S)
+        if kk + 1 < KD then cute.copy(s2r_K, tKs[{ _, _, kk + 1 }], tKr[(kk + 1) % 2][{ _, _, 0 }]) end
+        cute.gemm(tm, acc_S, tCrQ[{ _, _, kk }], tCrK[kk % 2][{ _, _, 0 }], acc_S)
       end
 
       -- mask columns past S and, causal, above the diagonal (masked blocks
@@ -255,12 +261,12 @@ function M.make_kernel(opts)
       cute.arch.sync_threads()
       local tVs = cpV:partition_S(sVt[{ _, _, st }])           -- ((8,1), D/16, KN)
       local pk = p:to(bf16):compose(PK)
-      cute.copy(s2r_V, tVs[{ _, _, 0 }], tVr[{ _, _, 0 }])
+      cute.copy(s2r_V, tVs[{ _, _, 0 }], tVr[0][{ _, _, 0 }])
       for kb = 0, KN - 1 do
-        if kb + 1 < KN then cute.copy(s2r_V, tVs[{ _, _, kb + 1 }], tVr[{ _, _, kb + 1 }]) end
+        if kb + 1 < KN then cute.copy(s2r_V, tVs[{ _, _, kb + 1 }], tVr[(kb + 1) % 2][{ _, _, 0 }]) end
         local a = thr:make_fragment_A({ { 2, 2, 2 }, MI, 1 })
         a:store(pk[{ _, _, { _, kb } }]:compose(AFR))
-        cute.gemm(tm, acc_O, a, tCrV[{ _, _, kb }], acc_O)
+        cute.gemm(tm, acc_O, a, tCrV[kb % 2][{ _, _, 0 }], acc_O)
       end
     end
 
