@@ -75,37 +75,48 @@ function M.tiled_mma(warps)
   return cute.make_tiled_mma(op, { warps or 8, 1, 1 }, { _, 16, _ })
 end
 
+-- the TiledMMA, TiledCopies and shared-memory layouts of a configuration
+function M.parts(cfg)
+  local D, W = cfg.d, cfg.warps
+  local NT = 32 * W
+  local tm = M.tiled_mma(W)
+  -- shared -> registers: ldmatrix.x4 for Q (A, K-major) and K (B as N x K,
+  -- K-major), ldmatrix.x4.trans for V (B of O += P V as (D, keys): D-contiguous)
+  local LdM = cute.nvgpu.warp.LdMatrix8x8x16bOp
+  local P = { tiled_mma = tm }
+  P.s2r_Q = cute.make_tiled_copy_A(cute.make_copy_atom(LdM{ transpose = false, num_matrices = 4 }, bf16), tm)
+  P.s2r_K = cute.make_tiled_copy_B(cute.make_copy_atom(LdM{ transpose = false, num_matrices = 4 }, bf16), tm)
+  P.s2r_V = cute.make_tiled_copy_B(cute.make_copy_atom(LdM{ transpose = true, num_matrices = 4 }, bf16), tm)
+  -- global -> shared: cp.async 16 bytes (8 bf16) per thread and copy, D / 8 threads per row
+  local TPR = D / 8
+  P.g2s = cute.make_tiled_copy_tv(
+    cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp{ cache_mode = cute.nvgpu.cpasync.LoadCacheMode.GLOBAL }, bf16,
+      { num_bits_per_copy = 128 }),
+    cute.make_layout({ NT / TPR, TPR }, { TPR, 1 }), cute.make_layout({ 1, 8 }, { 8, 1 }))
+  -- shared memory: K_SW128 atoms (Sw<3,3,3> o (8,64):(64,1)) tiled over Q (BM, D) and
+  -- over two buffers of K and of V (BN, D, 2); V^T (D, BN, 2) is a view of V's
+  -- layout (the same swizzle on the same memory)
+  local atom = cute.make_smem_layout_atom(cute.SmemLayoutAtomKind.K_SW128, bf16)
+  P.sQ_layout = cute.tile_to_shape(atom, { cfg.bm, D }, { 1, 2 })
+  P.sKV_layout = cute.tile_to_shape(atom, { BN, D, 2 }, { 1, 2, 3 })
+  P.sVt_inner = cute.composition(cute.inner_layout(P.sKV_layout), cute.make_layout({ D, BN, 2 }, { BN, 1, BN * D }))
+  return P
+end
+
 -- the kernel for one configuration; Q, K, V, O are (B*H, S, D) bf16 tensors
 -- (S and D static: the kernel is specialised per sequence length)
 function M.make_kernel(opts)
   local cfg = M.config(opts, 3)
   local D, BM, W, MI, CAUSAL = cfg.d, cfg.bm, cfg.warps, cfg.mi, cfg.causal
-  local NT = 32 * W -- threads
   local NI = BN / 8 -- MMA_N of S
   local KD = D / 16 -- k-blocks of S = Q K^T (16 columns of D each)
   local KN = BN / 16 -- k-blocks of O += P V (16 keys each)
   local RB = 16 * W -- rows between a warp's 16-row blocks
   local SCALE_LOG2 = cfg.scale * LOG2E
 
-  local tm = M.tiled_mma(W)
-  -- shared -> registers: ldmatrix.x4 for Q (A, K-major) and K (B as N x K,
-  -- K-major), ldmatrix.x4.trans for V (B of O += P V as (D, keys): D-contiguous)
-  local LdM = cute.nvgpu.warp.LdMatrix8x8x16bOp
-  local s2r_Q = cute.make_tiled_copy_A(cute.make_copy_atom(LdM{ transpose = false, num_matrices = 4 }, bf16), tm)
-  local s2r_K = cute.make_tiled_copy_B(cute.make_copy_atom(LdM{ transpose = false, num_matrices = 4 }, bf16), tm)
-  local s2r_V = cute.make_tiled_copy_B(cute.make_copy_atom(LdM{ transpose = true, num_matrices = 4 }, bf16), tm)
-  -- global -> shared: cp.async 16 bytes (8 bf16) per thread and copy, D / 8 threads per row
-  local TPR = D / 8
-  local g2s = cute.make_tiled_copy_tv(
-    cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp{ cache_mode = cute.nvgpu.cpasync.LoadCacheMode.GLOBAL }, bf16,
-      { num_bits_per_copy = 128 }),
-    cute.make_layout({ NT / TPR, TPR }, { TPR, 1 }), cute.make_layout({ 1, 8 }, { 8, 1 }))
-  -- shared memory: K_SW128 atoms (Sw<3,3,3> o (8,64):(64,1)) tiled over Q (BM, D) and
-  -- over two buffers of K and of V (BN, D, 2); V^T (D, BN, 2) is a view of V
-  local atom = cute.make_smem_layout_atom(cute.SmemLayoutAtomKind.K_SW128, bf16)
-  local sQ_layout = cute.tile_to_shape(atom, { BM, D }, { 1, 2 })
-  local sKV_layout = cute.tile_to_shape(atom, { BN, D, 2 }, { 1, 2, 3 })
-  local sVt_inner = cute.composition(cute.inner_layout(sKV_layout), cute.make_layout({ D, BN, 2 }, { BN, 1, BN * D }))
+  local P = M.parts(cfg)
+  local tm, s2r_Q, s2r_K, s2r_V, g2s = P.tiled_mma, P.s2r_Q, P.s2r_K, P.s2r_V, P.g2s
+  local sQ_layout, sKV_layout, sVt_inner = P.sQ_layout, P.sKV_layout, P.sVt_inner
 
   local L = M.layouts(MI)
   local row_view, PK, AFR = L.row_view, L.PK, L.AFR
