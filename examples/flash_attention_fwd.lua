@@ -33,7 +33,9 @@ local BN = 64 -- keys per step
 local ADD, MAX = cute.ReductionOp.ADD, cute.ReductionOp.MAX
 
 -- the configuration for head dimension d: BM query rows per CTA (128 by
--- default) and W warps (BM / 16 by default: one 16-row MMA block per warp)
+-- default), W warps (BM / 16 by default: one 16-row MMA block per warp), Q
+-- kept in registers (q_regs, default true) or read from shared memory per
+-- k-block, and a launch bound min_blocks (CTAs per SM; none by default)
 function M.config(opts, level)
   level = level or 2
   local d = opts.d or 64
@@ -47,8 +49,15 @@ function M.config(opts, level)
     error(("flash_attention_fwd: warps = %s (4 or 8, and block_m = %d a multiple of 16 x warps)"):format(
       tostring(w), bm), level)
   end
+  local q_regs = opts.q_regs
+  if q_regs == nil then q_regs = true end
+  local mb = opts.min_blocks
+  if mb ~= nil and (type(mb) ~= "number" or mb % 1 ~= 0 or mb < 1 or mb > 32) then
+    error("flash_attention_fwd: min_blocks = " .. tostring(mb) .. " (CTAs per SM at least: an integer 1..32)", level)
+  end
   return { d = d, bm = bm, warps = w, mi = bm / (16 * w), causal = opts.causal and true or false,
-    scale = opts.scale or 1 / math.sqrt(d) }
+    scale = opts.scale or 1 / math.sqrt(d), q_regs = q_regs and true or false,
+    min_blocks = opts.min_blocks }
 end
 
 -- the fragment layouts of the softmax and of the FA2 trick for MI 16-row
@@ -107,7 +116,7 @@ end
 -- (S and D static: the kernel is specialised per sequence length)
 function M.make_kernel(opts)
   local cfg = M.config(opts, 3)
-  local D, BM, W, MI, CAUSAL = cfg.d, cfg.bm, cfg.warps, cfg.mi, cfg.causal
+  local D, BM, W, MI, CAUSAL, Q_REGS = cfg.d, cfg.bm, cfg.warps, cfg.mi, cfg.causal, cfg.q_regs
   local NI = BN / 8 -- MMA_N of S
   local KD = D / 16 -- k-blocks of S = Q K^T (16 columns of D each)
   local KN = BN / 16 -- k-blocks of O += P V (16 keys each)
@@ -170,23 +179,28 @@ function M.make_kernel(opts)
     load_tile(kv_tile(Vh, 0), sV[{ _, _, 0 }], tail_crd(0), S)
     cute.arch.cp_async_commit_group()
 
-    -- register fragments: Q (A, read once), K and V (B), and their ldmatrix views
+    -- register fragments: Q (A; all of it, read once, or with q_regs = false
+    -- one k-block at a time like K), K and V (B), and their ldmatrix views
     local thr = tm:get_slice(tid)
-    local tCrQ = thr:partition_fragment_A(sQ)                   -- ((2,2,2), MI, KD)
     local cpQ, cpK, cpV = s2r_Q:get_slice(tid), s2r_K:get_slice(tid), s2r_V:get_slice(tid)
-    local tQr = cpQ:retile(tCrQ)
-    -- K and V: two register buffers of one k-block each (the next one is read
-    -- while the current one multiplies)
-    local tCrK, tKr, tCrV, tVr = {}, {}, {}, {}
+    local tQs = cpQ:partition_S(sQ)                             -- ((8,1), MI, KD)
+    local tCrQ = Q_REGS and thr:partition_fragment_A(sQ)        -- ((2,2,2), MI, KD)
+    -- K and V (and Q without q_regs): two register buffers of one k-block each
+    -- (the next one is read while the current one multiplies)
+    local tCrK, tKr, tCrV, tVr, tCrQk, tQrk = {}, {}, {}, {}, {}, {}
     for b = 0, 1 do
       tCrK[b] = thr:make_fragment_B({ { 2, 2 }, NI, 1 })
       tCrV[b] = thr:make_fragment_B({ { 2, 2 }, D / 8, 1 })
       tKr[b], tVr[b] = cpK:retile(tCrK[b]), cpV:retile(tCrV[b])
+      if not Q_REGS then
+        tCrQk[b] = thr:make_fragment_A({ { 2, 2, 2 }, MI, 1 })
+        tQrk[b] = cpQ:retile(tCrQk[b])
+      end
     end
 
     cute.arch.cp_async_wait_group(1)
     cute.arch.sync_threads()
-    cute.copy(s2r_Q, cpQ:partition_S(sQ), tQr)
+    if Q_REGS then cute.copy(s2r_Q, tQs, cpQ:retile(tCrQ)) end
 
     local acc_S = thr:make_fragment_C({ { 2, 2 }, MI, NI })
     local acc_O = thr:make_fragment_C({ { 2, 2 }, MI, D / 8 })
@@ -219,13 +233,18 @@ function M.make_kernel(opts)
       end)
       cute.arch.cp_async_commit_group()
 
-      -- S = Q K_j^T, K's k-block kk + 1 read while k-block kk multiplies
+      -- S = Q K_j^T, K's (and Q's) k-block kk + 1 read while k-block kk multiplies
       local tKs = cpK:partition_S(sK[{ _, _, st }])            -- ((8,1), NI/2, KD)
+      local function load_k(kk)
+        cute.copy(s2r_K, tKs[{ _, _, kk }], tKr[kk % 2][{ _, _, 0 }])
+        if not Q_REGS then cute.copy(s2r_Q, tQs[{ _, _, kk }], tQrk[kk % 2][{ _, _, 0 }]) end
+      end
       acc_S:fill(0)
-      cute.copy(s2r_K, tKs[{ _, _, 0 }], tKr[0][{ _, _, 0 }])
+      load_k(0)
       for kk = 0, KD - 1 do
-        if kk + 1 < KD then cute.copy(s2r_K, tKs[{ _, _, kk + 1 }], tKr[(kk + 1) % 2][{ _, _, 0 }]) end
-        cute.gemm(tm, acc_S, tCrQ[{ _, _, kk }], tCrK[kk % 2][{ _, _, 0 }], acc_S)
+        if kk + 1 < KD then load_k(kk + 1) end
+        local a = Q_REGS and tCrQ[{ _, _, kk }] or tCrQk[kk % 2][{ _, _, 0 }]
+        cute.gemm(tm, acc_S, a, tCrK[kk % 2][{ _, _, 0 }], acc_S)
       end
 
       -- mask columns past S and, causal, above the diagonal (masked blocks
@@ -305,7 +324,8 @@ function M.make_kernel(opts)
         if S % BM ~= 0 then cute.if_then(cute.lt(RB * mi + 8 * v1, nrow), put) else put() end
       end
     end
-  end, { name = ("flash_attention_fwd_d%d_bm%d_w%d%s"):format(D, BM, W, CAUSAL and "_causal" or ""), ftz = true })
+  end, { name = ("flash_attention_fwd_d%d_bm%d_w%d%s%s"):format(D, BM, W, Q_REGS and "" or "_qs", CAUSAL and "_causal" or ""),
+    ftz = true, max_threads_per_block = 32 * W, min_blocks_per_sm = cfg.min_blocks or 0 })
 end
 
 -- the tensor specs and launch shape of (B*H, S, D)

@@ -196,11 +196,21 @@ describe("FlashAttention-2 forward", function()
         local sVt = cute.make_tensor(sV, P.sVt_inner)
         assert.truthy(tostring(sK):find("Sw<3,3,3>", 1, true), tostring(sK))
         assert.truthy(tostring(sVt):find("Sw<3,3,3>", 1, true), tostring(sVt))
-        -- Q: the whole tile at once, into the whole A fragment
+        -- Q: the whole tile at once, into the whole A fragment (q_regs) ...
         seen = seen + check_ldmatrix(P.s2r_Q, NT,
           function(t) return P.s2r_Q:get_slice(t):partition_S(sQ) end,
           function(t) return P.s2r_Q:get_slice(t):retile(tm:get_slice(t):partition_fragment_A(sQ)) end,
           function(t) return tm:get_slice(t):partition_A(sQ) end)
+        -- ... or k-block kk into a one-k-block A fragment ((2,2,2), MI, 1) (q_regs = false)
+        for kk = 0, KD - 1 do
+          seen = seen + check_ldmatrix(P.s2r_Q, NT,
+            function(t) return P.s2r_Q:get_slice(t):partition_S(sQ)[{ _, _, kk }] end,
+            function(t)
+              return P.s2r_Q:get_slice(t):retile(tm:get_slice(t):make_fragment_A({ { 2, 2, 2 }, BM / (16 * W), 1 }))[
+                { _, _, 0 }]
+            end,
+            function(t) return tm:get_slice(t):partition_A(sQ)[{ _, _, kk }] end)
+        end
         for st = 0, 1 do
           -- K: k-block kk of buffer st into a one-k-block B fragment ((2,2), NI, 1)
           for kk = 0, KD - 1 do
@@ -224,8 +234,9 @@ describe("FlashAttention-2 forward", function()
         X[0] = 0
       end, { name = "fa_ldmatrix_model" })
       k:ir(cute.tensor_spec({ 1 }, cute.float32))
-      -- every value of Q (BM x D) once, and of K and V^T (BN x D, both buffers) once per warp (each holds all of B)
-      assert.are.equal(BM * d + 2 * 2 * W * FA.BN * d, seen)
+      -- every value of Q (BM x D) once (twice: both ways), and of K and V^T (BN x D, both
+      -- buffers) once per warp (each holds all of B)
+      assert.are.equal(2 * BM * d + 2 * 2 * W * FA.BN * d, seen)
     end)
   end
 
@@ -257,17 +268,20 @@ describe("FlashAttention-2 forward", function()
     k:ir(cute.tensor_spec({ 1 }, cute.float32))
   end)
 
-  for _, c in ipairs({ { 64, false }, { 64, true }, { 128, false }, { 128, true }, { 128, false, 4, 64 } }) do
-    local d, causal, W, BM = c[1], c[2], c[3], c[4]
+  for _, c in ipairs({ { 64, false }, { 64, true }, { 128, false }, { 128, true }, { 128, false, 4, 64 },
+    { 128, true, 8, 128, false } }) do
+    local d, causal, W, BM, q_regs = c[1], c[2], c[3], c[4], c[5]
     local MI = BM and BM / (16 * W) or 1
     -- per loop body: S = Q K^T D/16 x MI x 8 mma, O += P V 4 x MI x D/8; two
     -- bodies (unmasked and masked key blocks); ldmatrix.x4 for Q once (D/16 x
     -- MI) and for K (D/16 x 4 per body), ldmatrix.x4.trans for V (4 x D/16 per body)
     local n_mma = 2 * (d / 16 * MI * 8 + 4 * MI * d / 8)
-    local n_plain, n_trans = d / 16 * MI + 2 * d / 16 * 4, 2 * 4 * d / 16
+    -- (q_regs = false: Q's D/16 x MI per body)
+    local n_plain, n_trans = (q_regs == false and 2 or 1) * d / 16 * MI + 2 * d / 16 * 4, 2 * 4 * d / 16
     it(("PTX for D = %d%s%s: %d mma, %d ldmatrix.x4 + %d .x4.trans and no other shared loads, ex2.approx.ftz, shfl.sync.bfly, cp.async; ptxas sm_80 / sm_90a, no spills"):format(
-      d, causal and ", causal" or "", W and (", %d warps, BM = %d"):format(W, BM) or "", n_mma, n_plain, n_trans), function()
-      local k = FA.make_kernel({ d = d, causal = causal, warps = W, block_m = BM })
+      d, causal and ", causal" or "", (W and (", %d warps, BM = %d"):format(W, BM) or "") ..
+      (q_regs == false and ", Q from shared memory" or ""), n_mma, n_plain, n_trans), function()
+      local k = FA.make_kernel({ d = d, causal = causal, warps = W, block_m = BM, q_regs = q_regs })
       for _, arch in ipairs({ "sm_80", "sm_90a" }) do
         local r = k:with({ arch = arch, use_ptxas = PTXAS, opt_level = 3 }):compile(FA.specs(2, 200, d))
         local ptx = r.ptx
@@ -304,6 +318,8 @@ describe("FlashAttention-2 forward", function()
     util.expect_error(function() FA.make_kernel({ d = 64, warps = 6 }) end, "warps = 6 (4 or 8")
     util.expect_error(function() FA.make_kernel({ d = 64, block_m = 64, warps = 8 }) end,
       "warps = 8 (4 or 8, and block_m = 64 a multiple of 16 x warps)")
+    util.expect_error(function() FA.make_kernel({ d = 64, min_blocks = 0 }) end,
+      "min_blocks = 0 (CTAs per SM at least: an integer 1..32)")
   end)
 
   it("the CPU reference: equal keys give the mean of V; causal row 0 is V's row 0", function()
