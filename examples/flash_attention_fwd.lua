@@ -275,11 +275,14 @@ function M.make_kernel(opts)
 
       -- online softmax: new row max (quad of lanes 4g..4g+3 shares a row),
       -- P = exp2(S scale log2e - m), O and the row sums rescaled by exp2(m_old - m_new)
-      local s = acc_S:load() * SCALE_LOG2
+      -- (the maximum is taken of the raw scores and then scaled, scale > 0; P in
+      -- one fma per element: S scale log2e - m)
+      local s = acc_S:load()
       local m_old = row_max:load()
-      local m_new = cute.math.max(m_old, cute.threadquad_reduce_max(s:reduce(MAX, -math.huge, { { 1, _ }, _, 1 })))
+      local m_new = cute.math.max(m_old,
+        cute.threadquad_reduce_max(s:reduce(MAX, -math.huge, { { 1, _ }, _, 1 })) * SCALE_LOG2)
       local m_use = cute.where(m_new:eq(-math.huge), 0.0, m_new) -- a row with no key yet: exp2(-inf - 0) = 0
-      local p = cute.math.exp2(s - m_use:compose(row_view(NI)), true)
+      local p = cute.math.exp2(cute.math.fma(s, SCALE_LOG2, -m_use:compose(row_view(NI))), true)
       local corr = cute.math.exp2(m_old - m_use, true)
       row_max:store(m_new)
       row_sum:store(row_sum:load() * corr + p:reduce(ADD, 0.0, { { 1, _ }, _, 1 }))
