@@ -7,8 +7,8 @@
 --
 --   O = softmax(Q K^T * scale [+ causal mask]) V,  Q, K, V, O: (B*H, S, D)
 --
--- One CTA of W warps (W = 8 by default: 256 threads) per (batch*head, block
--- of BM = 128 query rows); warp w owns rows 16 w + 16 W i (i < MI = BM / 16 W)
+-- One CTA of W warps (by default 8 for D = 128, 4 for D = 64) per (batch*head,
+-- block of BM = 128 query rows); warp w owns rows 16 w + 16 W i (i < MI = BM / 16 W)
 -- of the block, as the TiledMMA {W, 1, 1} places them. Q, K and V tiles live
 -- in shared memory on K_SW128 swizzle atoms (cp.async writes and ldmatrix
 -- reads without bank conflicts); Q is read into registers once (ldmatrix.x4);
@@ -33,7 +33,8 @@ local BN = 64 -- keys per step
 local ADD, MAX = cute.ReductionOp.ADD, cute.ReductionOp.MAX
 
 -- the configuration for head dimension d: BM query rows per CTA (128 by
--- default), W warps (BM / 16 by default: one 16-row MMA block per warp), Q
+-- default), W warps (by default BM / 16 for d = 128: one 16-row MMA block per
+-- warp; 4 for d = 64: two blocks per warp, half the K and V reads per MMA), Q
 -- kept in registers (q_regs, default true) or read from shared memory per
 -- k-block, and a launch bound min_blocks (CTAs per SM; none by default)
 function M.config(opts, level)
@@ -44,7 +45,7 @@ function M.config(opts, level)
   end
   local bm = opts.block_m or 128
   if bm ~= 64 and bm ~= 128 then error("flash_attention_fwd: block_m = " .. tostring(bm) .. " (64 or 128)", level) end
-  local w = opts.warps or bm / 16
+  local w = opts.warps or (d == 64 and 4 or bm / 16)
   if (w ~= 4 and w ~= 8) or bm % (16 * w) ~= 0 then
     error(("flash_attention_fwd: warps = %s (4 or 8, and block_m = %d a multiple of 16 x warps)"):format(
       tostring(w), bm), level)
@@ -328,7 +329,7 @@ function M.make_kernel(opts)
       end
     end
   end, { name = ("flash_attention_fwd_d%d_bm%d_w%d%s%s"):format(D, BM, W, Q_REGS and "" or "_qs", CAUSAL and "_causal" or ""),
-    ftz = true, max_threads_per_block = 32 * W, min_blocks_per_sm = cfg.min_blocks or 0 })
+    ftz = true, max_threads_per_block = cfg.min_blocks and 32 * W or 0, min_blocks_per_sm = cfg.min_blocks or 0 })
 end
 
 -- the tensor specs and launch shape of (B*H, S, D)

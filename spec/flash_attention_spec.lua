@@ -180,7 +180,7 @@ describe("FlashAttention-2 forward", function()
     return seen
   end
 
-  for _i, c in ipairs({ { 64, 8, 128 }, { 128, 8, 128 }, { 128, 4, 64 } }) do
+  for _i, c in ipairs({ { 64, 4, 128 }, { 64, 8, 128 }, { 128, 8, 128 }, { 128, 4, 64 } }) do
     local d, W, BM = c[1], c[2], c[3]
     it(("ldmatrix puts every Q, K and V element where the TiledMMA wants it (model; D = %d, %d warps, BM = %d, swizzled, both buffers)")
       :format(d, W, BM), function()
@@ -242,7 +242,7 @@ describe("FlashAttention-2 forward", function()
 
   it("the cp.async TiledCopy writes each element of the Q, K and V tiles exactly once, 16 bytes at a time", function()
     local k = cute.kernel(function(X)
-      for _i, c in ipairs({ { 64, 8, 128 }, { 128, 8, 128 }, { 128, 4, 64 } }) do
+      for _i, c in ipairs({ { 64, 4, 128 }, { 64, 8, 128 }, { 128, 8, 128 }, { 128, 4, 64 } }) do
         local P = FA.parts(FA.config({ d = c[1], warps = c[2], block_m = c[3] }))
         local sQ = cute.make_dynamic_shared_tensor(P.sQ_layout, cute.bfloat16, 1024)
         local sK = cute.make_dynamic_shared_tensor(P.sKV_layout, cute.bfloat16, 1024)
@@ -271,7 +271,7 @@ describe("FlashAttention-2 forward", function()
   for _, c in ipairs({ { 64, false }, { 64, true }, { 128, false }, { 128, true }, { 128, false, 4, 64 },
     { 128, true, 8, 128, false } }) do
     local d, causal, W, BM, q_regs = c[1], c[2], c[3], c[4], c[5]
-    local MI = BM and BM / (16 * W) or 1
+    local MI = FA.config({ d = d, warps = W, block_m = BM }).mi
     -- per loop body: S = Q K^T D/16 x MI x 8 mma, O += P V 4 x MI x D/8; two
     -- bodies (unmasked and masked key blocks); ldmatrix.x4 for Q once (D/16 x
     -- MI) and for K (D/16 x 4 per body), ldmatrix.x4.trans for V (4 x D/16 per body)
@@ -279,7 +279,7 @@ describe("FlashAttention-2 forward", function()
     -- (q_regs = false: Q's D/16 x MI per body)
     local n_plain, n_trans = (q_regs == false and 2 or 1) * d / 16 * MI + 2 * d / 16 * 4, 2 * 4 * d / 16
     it(("PTX for D = %d%s%s: %d mma, %d ldmatrix.x4 + %d .x4.trans and no other shared loads, ex2.approx.ftz, shfl.sync.bfly, cp.async; ptxas sm_80 / sm_90a, no spills"):format(
-      d, causal and ", causal" or "", (W and (", %d warps, BM = %d"):format(W, BM) or "") ..
+      d, causal and ", causal" or "", (W and (", %d warps, BM = %d"):format(W, BM) or ", default tiles") ..
       (q_regs == false and ", Q from shared memory" or ""), n_mma, n_plain, n_trans), function()
       local k = FA.make_kernel({ d = d, causal = causal, warps = W, block_m = BM, q_regs = q_regs })
       for _, arch in ipairs({ "sm_80", "sm_90a" }) do
@@ -307,9 +307,9 @@ describe("FlashAttention-2 forward", function()
     end)
   end
 
-  it("a sequence length that is a multiple of the blocks needs no masked loop (64 mma for D = 64)", function()
+  it("a sequence length that is a multiple of the blocks needs no masked loop (128 mma for D = 64, 4 warps x 32 rows)", function()
     local r = FA.make_kernel({ d = 64 }):with({ arch = "sm_80", opt_level = 3 }):compile(FA.specs(2, 256, 64))
-    assert.are.equal(64, count(r.ptx, "mma%.sync%.aligned%.m16n8k16"))
+    assert.are.equal(128, count(r.ptx, "mma%.sync%.aligned%.m16n8k16"))
   end)
 
   it("bad configurations are errors at the caller's line", function()
