@@ -240,6 +240,29 @@ describe("FlashAttention-2 forward", function()
     end)
   end
 
+  it("V^T is V transposed: sVt(d, key, st) is the element of sV(key, d, st), swizzle and all", function()
+    local k = cute.kernel(function(X)
+      for _i, d in ipairs({ 64, 128 }) do
+        local P = FA.parts(FA.config({ d = d }))
+        local sV = cute.make_dynamic_shared_tensor(P.sKV_layout, cute.bfloat16, 1024)
+        local sVt = cute.make_tensor(sV, P.sVt_inner)
+        assert.are.same(tostring(require("cute.tensor").ptr_swizzle(sV)), tostring(require("cute.tensor").ptr_swizzle(sVt)))
+        local Lv = layout.make_layout(sV.layout.shape, sV.layout.stride)
+        local Lt = layout.make_layout(sVt.layout.shape, sVt.layout.stride)
+        for m, n in ipairs({ d, FA.BN, 2 }) do assert.are.equal(n, layout.size(layout.get(Lt, m - 1))) end
+        for st = 0, 1 do
+          for key = 0, FA.BN - 1 do
+            for x = 0, d - 1 do
+              assert.are.equal(sV.off + Lv({ key, x, st }), sVt.off + Lt({ x, key, st }))
+            end
+          end
+        end
+      end
+      X[0] = 0
+    end, { name = "fa_vt" })
+    k:ir(cute.tensor_spec({ 1 }, cute.float32))
+  end)
+
   it("the cp.async TiledCopy writes each element of the Q, K and V tiles exactly once, 16 bytes at a time", function()
     local k = cute.kernel(function(X)
       for _i, c in ipairs({ { 64, 4, 128 }, { 64, 8, 128 }, { 128, 8, 128 }, { 128, 4, 64 } }) do
