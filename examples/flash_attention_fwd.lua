@@ -12,7 +12,8 @@
 -- of the block, as the TiledMMA {W, 1, 1} places them. Q, K and V tiles live
 -- in shared memory on K_SW128 swizzle atoms (cp.async writes and ldmatrix
 -- reads without bank conflicts); Q is read into registers once (ldmatrix.x4);
--- K and V have two buffers each, block j + 1 in flight while block j is used.
+-- K and V have two buffers each, block j + 1 in flight while block j is used
+-- (one barrier per block).
 -- For each block of BN = 64 keys: S = Q K^T in f32 C fragments (K's B
 -- fragments by ldmatrix.x4), the running row max / row sum updated with quad
 -- shuffles, P = exp2(S*scale*log2e - m) rounded to bf16 and used directly as
@@ -216,20 +217,17 @@ function M.make_kernel(opts)
     local rb = warp * 16 + cute.div(lane, 4)
     local cb = cute.rem(lane, 4) * 2
 
-    -- key block j in buffer j % 2; on entry K_j and V_j are the pending
-    -- cp.async groups (K_j possibly done)
+    -- key block j in buffer j % 2; on entry K_j and V_j (issued one block
+    -- earlier) are the pending cp.async groups
     local function step(j, masked)
       local st = j % 2
-      -- K_j has landed and every warp is done with block j - 1: its buffers
-      -- take K_{j+1} and V_{j+1} (two groups, empty after the last block)
-      cute.arch.cp_async_wait_group(1)
+      -- K_j and V_j have landed and every warp is done with block j - 1: its
+      -- buffers take K_{j+1} and V_{j+1} (one group, empty after the last
+      -- block), which load while block j computes. One barrier per block.
+      cute.arch.cp_async_wait_group(0)
       cute.arch.sync_threads()
-      local more = cute.lt(j + 1, nkv)
-      cute.if_then(more, function()
+      cute.if_then(cute.lt(j + 1, nkv), function()
         load_tile(kv_tile(Kh, j + 1), sK[{ _, _, 1 - st }], tail_crd(j + 1), S)
-      end)
-      cute.arch.cp_async_commit_group()
-      cute.if_then(more, function()
         load_tile(kv_tile(Vh, j + 1), sV[{ _, _, 1 - st }], tail_crd(j + 1), S)
       end)
       cute.arch.cp_async_commit_group()
@@ -289,10 +287,7 @@ function M.make_kernel(opts)
       row_sum:store(row_sum:load() * corr + p:reduce(ADD, 0.0, { { 1, _ }, _, 1 }))
       acc_O:store(acc_O:load() * corr:compose(row_view(D / 8)))
 
-      -- O += P V_j, P straight from registers as A fragments; V_j is all but
-      -- the two newest groups
-      cute.arch.cp_async_wait_group(2)
-      cute.arch.sync_threads()
+      -- O += P V_j, P straight from registers as A fragments
       local tVs = cpV:partition_S(sVt[{ _, _, st }])           -- ((8,1), D/16, KN)
       local pk = p:to(bf16):compose(PK)
       cute.copy(s2r_V, tVs[{ _, _, 0 }], tVr[0][{ _, _, 0 }])

@@ -316,8 +316,10 @@ describe("FlashAttention-2 forward", function()
         assert.truthy(util.has(ptx, "ex2.approx.ftz.f32"), arch .. ": no ex2.approx.ftz.f32")
         assert.truthy(count(ptx, "shfl%.sync%.bfly%.b32") >= 8, arch .. ": no butterfly shuffles")
         assert.truthy(util.has(ptx, "cp.async.cg.shared.global"), arch .. ": no cp.async")
-        assert.truthy(util.has(ptx, "cp.async.wait_group 1"), arch .. ": no wait for K_j alone")
-        assert.truthy(util.has(ptx, "cp.async.wait_group 2"), arch .. ": no wait for V_j alone")
+        -- the prologue waits for Q and K_0 (V_0 in flight), each block for K_j and V_j, with one barrier
+        assert.are.equal(1, count(ptx, "cp%.async%.wait_group 1;"), arch .. ": the prologue's wait")
+        assert.are.equal(2, count(ptx, "cp%.async%.wait_group 0;"), arch .. ": one wait per loop body")
+        assert.are.equal(3, count(ptx, "bar%.sync"), arch .. ": barriers: prologue + one per loop body")
         assert.falsy(util.has(ptx, ".local"), arch .. ": local memory")
         if PTXAS then
           assert.truthy(r.cubin, arch .. ": no cubin")
