@@ -149,7 +149,11 @@ function M.make_kernel(opts)
   return cute.kernel(function(Q, K, V, O)
     local S = Q.layout.shape[2]
     local tid = cute.arch.thread_idx()
-    local mb, bh = cute.arch.block_idx()
+    local bx, bh = cute.arch.block_idx()
+    -- causal: the query blocks with the most key blocks are launched first
+    -- (block x takes query block nblocks - 1 - x), so the last wave is short
+    local mb = bx
+    if CAUSAL then mb = math.ceil(S / BM) - 1 - bx end
     local lane, warp = cute.arch.lane_idx(), cute.div(tid, 32)
     local q0 = mb * BM
     local Qh, Kh, Vh, Oh = Q[{ bh, _, _ }], K[{ bh, _, _ }], V[{ bh, _, _ }], O[{ bh, _, _ }]
