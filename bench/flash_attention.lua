@@ -3,6 +3,10 @@
 -- run in the same job), bf16, B=4 H=16 S=4096 D=128 by default, causal and
 -- not: TFLOP/s (4 B H S^2 D, halved when causal) and ours / torch.
 --   cuteluajit bench/flash_attention.lua [B] [H] [S] [D] [torch.json]
+-- FA_WARPS, FA_BLOCK_M, FA_Q_REGS, FA_MIN_BLOCKS (environment) choose another
+-- configuration of the kernel (default 8 warps, 128 query rows per CTA, Q in
+-- registers, no launch bound; e.g. FA_WARPS=4 FA_BLOCK_M=64, or FA_Q_REGS=0
+-- FA_MIN_BLOCKS=2: two CTAs per SM at 128 registers).
 -- Without a JSON file it runs python3 bench/flash_attention_torch.py itself
 -- (no baseline when PyTorch is missing). Timing: bench/timing.lua (warm-up
 -- >= 200 ms, >= 50 alternating rounds, medians).
@@ -52,9 +56,14 @@ do
 end
 local tm = timing.new()
 for _, causal in ipairs({ false, true }) do
-  local opts = { d = D, causal = causal }
+  local opts = { d = D, causal = causal, warps = tonumber(os.getenv("FA_WARPS")),
+    block_m = tonumber(os.getenv("FA_BLOCK_M")),
+    q_regs = os.getenv("FA_Q_REGS") ~= "0", min_blocks = tonumber(os.getenv("FA_MIN_BLOCKS")) }
   local launch = FA.make_kernel(opts):launch(FA.launch_cfg(opts, B * H, S))
-  local r = tm:time("ours" .. (causal and " causal" or ""), function() launch(q, k, v, o) end)
+  local cfg = FA.config(opts)
+  local r = tm:time(("ours%s (%d warps, BM %d%s%s)"):format(causal and " causal" or "", cfg.warps, cfg.bm,
+    cfg.q_regs and "" or ", Q from smem", cfg.min_blocks and (", min_blocks %d"):format(cfg.min_blocks) or ""),
+    function() launch(q, k, v, o) end)
   local flops = 4 * B * H * S * S * D / (causal and 2 or 1)
   print(timing.line(r, flops / 1e9, "TFLOP/s"))
   local key = causal and "fa_causal_tflops" or "fa_full_tflops"
