@@ -31,14 +31,7 @@ local function mg() return require("cute.mma_gemm") end
 
 local is_static = ten.is_static
 
-local function leaves(s, d, out)
-  if type(s) == "table" then
-    for i = 1, #s do leaves(s[i], d[i], out) end
-  else
-    out[#out + 1] = { s, d }
-  end
-  return out
-end
+local leaves = require("cute.dynamic_partition").leaves -- (shape, stride) leaves, colexicographic
 
 ----------------------------------------------------------------------------
 -- register tensors
