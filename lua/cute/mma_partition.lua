@@ -42,13 +42,15 @@ M.RegTensor = RegTensor
 local function is_reg(x) return getmetatable(x) == reg_mt end
 M.is_reg_tensor = is_reg
 
--- A register tensor's storage: register fragments of at most CHUNK values
--- each, indexed as one (st[i], st[i] = v, i from 0).  One fragment of 128
--- accumulators would be one IR value of type f32[128] that every element
--- update copies: LLVM's optimiser then takes time quadratic in the fragment's
--- size (a minute for a 128 x 256 GEMM tile); fragments of 8 keep it linear and
--- each MMA's operands in one or two of them.
-local CHUNK = 8
+-- A register tensor's storage: one register variable per value (fragments
+-- of CHUNK values), indexed as one (st[i], st[i] = v, i from 0), with
+-- whole-storage elements / set_elements / fill.  LLVM's promotion of
+-- variables to registers (SROA / mem2reg) costs time superlinear in the size
+-- of each fragment variable and in the number of accesses per block: for the
+-- FlashAttention-2 kernel (D = 128) its optimise stage took 164 s with
+-- fragments of 32 values, 23 s with 16, 3.2 s with 8, 1.0 s with 4 and 0.13 s
+-- with 1, the same registers and PTX instruction counts each time.
+local CHUNK = 1
 local Chunked = {}
 -- every value, each fragment read once: t[0 .. n-1]
 function Chunked.elements(st)
