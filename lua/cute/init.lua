@@ -56,6 +56,9 @@ cute.register_source = function(...) return require("cute.frontend").register_so
 cute.kernel = kernel.kernel
 cute.tensor_spec = kernel.tensor_spec
 cute.dynamic = kernel.dynamic
+-- ahead-of-time export to C (docs/EXPORT.md): cute.export{...}, k:export{...}
+cute.export = require("cute.export").export
+kernel.Kernel.export = require("cute.export").kernel_export
 cute.cache = require("cute.cache") -- the on-disk cache of compiled kernels (docs/CACHE.md)
 for _, n in ipairs(require("cute.dtype").cute_names) do cute[n] = kernel[n] end
 
