@@ -87,6 +87,10 @@ describe("k:export", function()
       '  return vadd1_launch(s, g, b, 0, p, p, p, 7) | vadd1_load() | vadd1_unload();\n}\n')
     f:close()
     must(("%s -I%s -c %s/use.c -o %s/use.o"):format(CFLAGS, dir, dir, dir))
+    if sh("command -v c++ >/dev/null") == 0 then
+      must(("c++ -x c++ -Wall -Wextra -Werror -I%s -c %s/use.c -o %s/use_cpp.o"):format(dir, dir, dir))
+      assert.truthy(must("nm -u " .. dir .. "/use_cpp.o"):find("U vadd1_launch\n", 1, true)) -- C linkage
+    end
     -- beside cuda.h (same typedefs) when the toolkit is installed
     if io.open("/usr/local/cuda/include/cuda.h") then
       f = assert(io.open(dir .. "/use_cuda.c", "w"))
@@ -128,6 +132,12 @@ describe("k:export", function()
     assert.are.equal(12, select(2, ptx:gsub("%.param ", "")))
     -- the divisibility the kernel was compiled for is checked before the launch
     assert.truthy(has(r.source, "if (X_stride1 % 4 != 0) return CUTE_AOT_INVALID_VALUE;"), r.source)
+    assert.truthy(has(r.source, "if (X % 16u != 0) return CUTE_AOT_INVALID_VALUE;"), r.source)
+    -- a spec at an unaligned address: no alignment assumed, none checked
+    local r2 = k:export{ cute.tensor_spec({ 64, 32 }, f32, nil, { ptr = 4 }), Y, cute.Float16(0), cute.Boolean(true),
+      cute.Int64(0), cute.Float32(1), 4, name = "plan2", dir = dir }
+    assert.falsy(has(r2.source, "if (X % 16u"), r2.source)
+    assert.truthy(has(r2.source, "if (Y % 16u != 0)"), r2.source)
     must(("%s -c %s/plan.c -o %s/plan.o"):format(CFLAGS, dir, dir))
   end)
 

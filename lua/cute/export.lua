@@ -61,7 +61,9 @@ local function build_one(what, k, args, nargs, fn, arch, want_cubin)
     end
     while used[cname] do cname = cname .. "_" end
     used[cname] = true
-    params[j] = { ctype = ctype, cname = cname, p = p }
+    -- a tensor traced as 16-byte aligned (its spec's ptr, default 0): the kernel assumed it
+    local align16 = p.kind == "ptr" and (tonumber(args[p.arg].ptr or 0) or 0) % 16 == 0
+    params[j] = { ctype = ctype, cname = cname, p = p, align16 = align16 }
   end
   local image, is_ptx = r.cubin, false
   if not image then image, is_ptx = r.ptx .. "\0", true end
@@ -168,6 +170,9 @@ static int %s_get(void) {
       local p = q.p
       if p.kind == "dim" and p.div then -- cute.dynamic(t, {divisibility = n}): the kernel assumed it
         body[#body + 1] = ("  if (%s %% %d != 0) return CUTE_AOT_INVALID_VALUE;"):format(q.cname, p.div)
+      end
+      if q.align16 then -- the kernel was compiled for a 16-byte aligned address
+        body[#body + 1] = ("  if (%s %% 16u != 0) return CUTE_AOT_INVALID_VALUE;"):format(q.cname)
       end
       ptrs[#ptrs + 1] = "&" .. q.cname
     end
