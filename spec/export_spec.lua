@@ -141,6 +141,23 @@ describe("k:export", function()
     must(("%s -c %s/plan.c -o %s/plan.o"):format(CFLAGS, dir, dir))
   end)
 
+  it("C keywords and the launcher's own names as Lua parameter names get a trailing _; varargs are arg<i>; " ..
+    "a kernel without parameters", function()
+    local k = cute.kernel(function(int, stream, smem, ...)
+      local extra = ...
+      int[cute.arch.thread_idx()] = stream:to(f32) + smem + extra
+    end, { name = "kw" })
+    local dir = newdir()
+    local r = cute.export{ name = "kw", dir = dir, kernels = {
+      { k, cute.tensor_spec({ 32 }, f32), cute.Int32(0), cute.Float32(0), cute.Float32(0), name = "kw" },
+      { cute.kernel(function() end, { name = "empty" }), name = "empty" } } }
+    assert.truthy(has(r.header, "unsigned smem, CUdeviceptr int_, int32_t stream_, float smem_, float arg4);"), r.header)
+    assert.truthy(has(r.header, "int empty_launch(CUstream stream, cute_aot_dim3 grid, cute_aot_dim3 block, " ..
+      "unsigned smem);"), r.header)
+    assert.truthy(has(r.source, "void **params = NULL;"))
+    must(("%s -c %s/kw.c -o %s/kw.o"):format(CFLAGS, dir, dir))
+  end)
+
   it("dynamic shared memory: smem 0 means the kernel's need, less is refused, more raises the opt-in limit",
     function()
     local k = cute.kernel(function(X)

@@ -17,11 +17,12 @@ local dt = require("cute.dtype")
 
 local M = {}
 
--- C keywords a Lua parameter name may collide with (a suffix _ is added)
+-- C keywords and the launcher's own names, which a Lua parameter name may
+-- collide with (a suffix _ is added)
 local c_keywords = {}
 for w in ([[auto break case char const continue default do double else enum extern float for goto if inline
   int long register restrict return short signed sizeof static struct switch typedef union unsigned void
-  volatile while _Bool _Complex _Imaginary bool true false s grid block smem params mod fn st]]):gmatch("%S+") do
+  volatile while _Bool _Complex _Imaginary bool true false NULL stream grid block smem params st]]):gmatch("%S+") do
   c_keywords[w] = true
 end
 local function c_ident(n) return c_keywords[n] and (n .. "_") or n end
