@@ -89,6 +89,52 @@ function M.gemm_error(ha, hb, hc, M_, N_, K_, row_step)
   return math.sqrt(num / den)
 end
 
+-- a device tensor's values as a 0-based double array, through the dtype's own
+-- host conversion (t:to_table(): float16 / bfloat16 bits become numbers)
+function M.host_values(t)
+  local tab = t:to_table()
+  local o = ffi.new("double[?]", #tab)
+  for i = 1, #tab do o[i - 1] = tab[i] end
+  return o
+end
+
+-- C = alpha A B^T + beta C0 for K-major A (m x k) and B (n x k), 0-based arrays:
+-- f(i, j, out_ij) is called for every row_step-th row i with the reference value;
+-- returns ||out - ref|| / ||ref|| over those rows (NaN in out: math.huge)
+function M.gemm_tn_compare(a, b, c0, out, m, n, k, alpha, beta, row_step, f)
+  local num, den = 0, 0
+  for i = 0, m - 1, row_step or 1 do
+    for j = 0, n - 1 do
+      local s = 0
+      for kk = 0, k - 1 do s = s + a[i * k + kk] * b[j * k + kk] end
+      local ref = alpha * s + beta * c0[i * n + j]
+      local c = out[i * n + j]
+      if f then f(i, j, c, ref) end
+      if c ~= c then return math.huge end
+      num = num + (c - ref) ^ 2; den = den + ref * ref
+    end
+  end
+  if den == 0 then return math.sqrt(num) end
+  return math.sqrt(num / den)
+end
+
+-- the bf16 "TN" GEMM examples' self-check: random A (m x k), B (n x k), C (m x n)
+-- in bf16, gemm(A, B, C, 1.5, -0.5), the error against the reference on the
+-- rounded inputs over about `rows` rows (ex.check, tolerance 1e-2); returns the
+-- device tensors for timing
+function M.check_bf16_gemm_tn(name, gemm, m, n, k, rows)
+  local bf16 = cute.bfloat16
+  local A = cute.from_host(M.rand_floats(m * k), bf16, { m, k })
+  local B = cute.from_host(M.rand_floats(n * k), bf16, { n, k })
+  local C = cute.from_host(M.rand_floats(m * n), bf16, { m, n })
+  local a, b, c0 = M.host_values(A), M.host_values(B), M.host_values(C)
+  gemm(A, B, C, 1.5, -0.5)
+  local err = M.gemm_tn_compare(a, b, c0, M.host_values(C), m, n, k, 1.5, -0.5,
+    math.max(1, math.floor(m / (rows or 64))))
+  M.check(name, err, 1e-2)
+  return A, B, C
+end
+
 function M.check(name, err, tol)
   local ok = err <= tol
   print(("%s: rel. error %.3e (tolerance %.0e) %s"):format(name, err, tol, ok and "OK" or "FAILED"))

@@ -20,7 +20,6 @@
 --   cuteluajit examples/gemm_bf16.lua [M] [N] [K]
 local cute = require("cute")
 local ex = dofile((arg[0]:match("(.*/)") or "./") .. "common.lua")
-local ffi = require("ffi")
 local _ = cute._
 local bf16, f32 = cute.bfloat16, cute.float32
 
@@ -196,31 +195,6 @@ if not ex.gpu() then
 end
 
 assert(K_ % 8 == 0, "K must be a multiple of 8 (16-byte rows for cp.async)")
-local bits = ffi.new("union { uint32_t u; float f; }")
-local function to_f32(h, n)
-  local o = ffi.new("float[?]", n)
-  for i = 0, n - 1 do bits.u = bit.lshift(h[i], 16); o[i] = bits.f end
-  return o
-end
-local A = cute.from_host(ex.rand_floats(M_ * K_), bf16, { M_, K_ })
-local B = cute.from_host(ex.rand_floats(N_ * K_), bf16, { N_, K_ })
-local Cm = cute.from_host(ex.rand_floats(M_ * N_), bf16, { M_, N_ })
-local ra, rb, rc = to_f32(A:to_host(), M_ * K_), to_f32(B:to_host(), N_ * K_), to_f32(Cm:to_host(), M_ * N_)
-local alpha, beta = 1.5, -0.5
-g.launch(A, B, Cm, alpha, beta)
-local out = to_f32(Cm:to_host(), M_ * N_)
-local num, den = 0, 0
-local step = math.max(1, math.floor(M_ / (tonumber(os.getenv("CHECK_ROWS")) or 64)))
-for i = 0, M_ - 1, step do
-  for j = 0, N_ - 1 do
-    local s = 0
-    for kx = 0, K_ - 1 do s = s + ra[i * K_ + kx] * rb[j * K_ + kx] end
-    local ref = alpha * s + beta * rc[i * N_ + j]
-    local c = out[i * N_ + j]
-    if c ~= c then num = math.huge end
-    num = num + (c - ref) ^ 2; den = den + ref * ref
-  end
-end
-ex.check("gemm_bf16", math.sqrt(num / den), 1e-2)
+local A, B, Cm = ex.check_bf16_gemm_tn("gemm_bf16", g.launch, M_, N_, K_, tonumber(os.getenv("CHECK_ROWS")))
 local ms = ex.time_ms(function() g.launch(A, B, Cm, 1, 0) end, 20)
 print(("gemm_bf16 %dx%dx%d: %.3f ms, %.1f TFLOP/s"):format(M_, N_, K_, ms, 2 * M_ * N_ * K_ / ms / 1e9))

@@ -30,6 +30,41 @@ end
 
 local function dyn(t) return cute.dynamic(t, { index_bits = 32 }) end
 local function spec2(r, c) return dyn(cute.tensor_spec({ r, c }, bf16)) end
+local ex = dofile("examples/common.lua")
+
+-- gemm(A, B, C, 0.75, -1.25) on random bf16 data of one size, every element
+-- against the reference on the rounded inputs (within 2% of |ref| + 1)
+local function check_tn(gemm, M, N, K, what)
+  local A = cute.from_host(util.rand_floats(M * K), bf16, { M, K })
+  local B = cute.from_host(util.rand_floats(N * K), bf16, { N, K })
+  local Cm = cute.from_host(util.rand_floats(M * N), bf16, { M, N })
+  local a, b, c0 = ex.host_values(A), ex.host_values(B), ex.host_values(Cm)
+  gemm(A, B, Cm, 0.75, -1.25)
+  ex.gemm_tn_compare(a, b, c0, ex.host_values(Cm), M, N, K, 0.75, -1.25, 1, function(i, j, c, ref)
+    if not (math.abs(c - ref) <= 0.02 * (math.abs(ref) + 1)) then
+      error(("%s %dx%dx%d: C[%d][%d] = %g, expected %g"):format(what, M, N, K, i, j, c, ref))
+    end
+  end)
+  A:free(); B:free(); Cm:free()
+end
+
+describe("examples/common.lua: the GEMM reference", function()
+  it("gemm_tn_compare: 0 for the exact product, the relative error otherwise, NaN fails", function()
+    -- A 2 x 3, B 2 x 3 (K-major), C0 2 x 2
+    local a, b, c0 = { [0] = 1, 2, 3, 4, 5, 6 }, { [0] = 1, 0, -1, 2, 1, 0 }, { [0] = 1, 1, 1, 1 }
+    -- A B^T = {{-2, 4}, {-2, 13}}; 2 (A B^T) - C0 = {{-5, 7}, {-5, 25}}
+    local out = { [0] = -5, 7, -5, 25 }
+    local seen = 0
+    assert.are.equal(0, ex.gemm_tn_compare(a, b, c0, out, 2, 2, 3, 2, -1, 1, function() seen = seen + 1 end))
+    assert.are.equal(4, seen)
+    out[3] = 26
+    local e = ex.gemm_tn_compare(a, b, c0, out, 2, 2, 3, 2, -1)
+    assert.is_true(math.abs(e - 1 / math.sqrt(25 + 49 + 25 + 625)) < 1e-12)
+    assert.are.equal(0, ex.gemm_tn_compare(a, b, c0, out, 2, 2, 3, 2, -1, 2)) -- every 2nd row: row 0 only
+    out[0] = 0 / 0
+    assert.are.equal(math.huge, ex.gemm_tn_compare(a, b, c0, out, 2, 2, 3, 2, -1))
+  end)
+end)
 
 describe("examples/gemm_bf16_arch.lua", function()
   local m = example("gemm_bf16_arch")
@@ -61,36 +96,10 @@ describe("examples/gemm_bf16_arch.lua", function()
   end
 
   util.gpu_it("odd sizes and alpha/beta against a CPU reference", function()
-    local bits = ffi.new("union { uint32_t u; float f; }")
-    local function to_f32(h, n)
-      local o = ffi.new("float[?]", n)
-      for i = 0, n - 1 do bits.u = bit.lshift(h[i], 16); o[i] = bits.f end
-      return o
-    end
     for _, sz in ipairs({ { 1, 1, 8 }, { 130, 70, 72 }, { 257, 263, 200 } }) do
-      local M, N, K = sz[1], sz[2], sz[3]
       for _, cfg in ipairs({ { bm = 128, bn = 128, warps_m = 2, warps_n = 2, stages = 3 },
                              { bm = 128, bn = 256, warps_m = 2, warps_n = 4, stages = 4 } }) do
-        local g = m.make_gemm(cfg)
-        local A = cute.from_host(util.rand_floats(M * K), bf16, { M, K })
-        local B = cute.from_host(util.rand_floats(N * K), bf16, { N, K })
-        local Cm = cute.from_host(util.rand_floats(M * N), bf16, { M, N })
-        local a, b, c0 = to_f32(A:to_host(), M * K), to_f32(B:to_host(), N * K), to_f32(Cm:to_host(), M * N)
-        g.launch(A, B, Cm, 0.75, -1.25)
-        local c = to_f32(Cm:to_host(), M * N)
-        for i = 0, M - 1 do
-          for j = 0, N - 1 do
-            local s = 0
-            for k = 0, K - 1 do s = s + a[i * K + k] * b[j * K + k] end
-            local ref = 0.75 * s + -1.25 * c0[i * N + j]
-            local tol = 0.02 * (math.abs(ref) + 1)
-            if math.abs(c[i * N + j] - ref) > tol then
-              error(("%dx%dx%d %dx%d: C[%d][%d] = %g, expected %g"):format(M, N, K, cfg.bm, cfg.bn, i, j,
-                c[i * N + j], ref))
-            end
-          end
-        end
-        A:free(); B:free(); Cm:free()
+        check_tn(m.make_gemm(cfg).launch, sz[1], sz[2], sz[3], ("%dx%d"):format(cfg.bm, cfg.bn))
       end
     end
   end)
@@ -133,33 +142,9 @@ describe("examples/gemm_bf16.lua (CuTe vocabulary, run-time M, N, K)", function(
   end
 
   util.gpu_it("odd sizes (one compile each for wide and narrow C) and alpha/beta against a CPU reference", function()
-    local bits = ffi.new("union { uint32_t u; float f; }")
-    local function to_f32(h, n)
-      local o = ffi.new("float[?]", n)
-      for i = 0, n - 1 do bits.u = bit.lshift(h[i], 16); o[i] = bits.f end
-      return o
-    end
-    local cfg = { bm = 128, bn = 128, warps_m = 2, warps_n = 2, stages = 3 }
-    local g = m.make_gemm(cfg)
+    local g = m.make_gemm{ bm = 128, bn = 128, warps_m = 2, warps_n = 2, stages = 3 }
     for _, sz in ipairs({ { 1, 1, 8 }, { 130, 70, 72 }, { 257, 263, 200 }, { 136, 72, 64 }, { 300, 264, 328 } }) do
-      local M, N, K = sz[1], sz[2], sz[3]
-      local A = cute.from_host(util.rand_floats(M * K), bf16, { M, K })
-      local B = cute.from_host(util.rand_floats(N * K), bf16, { N, K })
-      local Cm = cute.from_host(util.rand_floats(M * N), bf16, { M, N })
-      local a, b, c0 = to_f32(A:to_host(), M * K), to_f32(B:to_host(), N * K), to_f32(Cm:to_host(), M * N)
-      g.launch(A, B, Cm, 0.75, -1.25)
-      local c = to_f32(Cm:to_host(), M * N)
-      for i = 0, M - 1 do
-        for j = 0, N - 1 do
-          local s = 0
-          for k = 0, K - 1 do s = s + a[i * K + k] * b[j * K + k] end
-          local ref = 0.75 * s + -1.25 * c0[i * N + j]
-          if math.abs(c[i * N + j] - ref) > 0.02 * (math.abs(ref) + 1) then
-            error(("%dx%dx%d: C[%d][%d] = %g, expected %g"):format(M, N, K, i, j, c[i * N + j], ref))
-          end
-        end
-      end
-      A:free(); B:free(); Cm:free()
+      check_tn(g.launch, sz[1], sz[2], sz[3], "gemm_bf16")
     end
     -- K not a multiple of 8: an error at the launch, never a launch
     local A, B, Cm = cute.zeros({ 16, 12 }, bf16), cute.zeros({ 16, 12 }, bf16), cute.zeros({ 16, 16 }, bf16)
