@@ -152,9 +152,9 @@ dual("flat_divide", tensor.flat_divide)
 dual("dice", tensor.dice)
 dual("size", tensor.size_of) -- i64 when a tensor's size can exceed 2^31 - 1
 do -- cute.size of a register tensor (tiled_mma:make_fragment_*) or a TensorSSA value: its (mode's) size
-  local size, regs = cute.size, require("cute.mma_partition")
+  local size, regs, ssa = cute.size, require("cute.mma_partition"), require("cute.tensor_ssa")
   cute.size = function(x, ...)
-    if regs.is_reg_tensor(x) or require("cute.tensor_ssa").is_tensor_ssa(x) then
+    if regs.is_reg_tensor(x) or ssa.is_tensor_ssa(x) then
       local mode = ...
       return mode == nil and layout.size(x.shape) or layout.size(layout.get(x.shape, mode))
     end
