@@ -65,10 +65,13 @@ def main():
     out = {}
     for which in ("vadd", "matmul"):
         with tempfile.TemporaryDirectory() as d:
-            env = dict(os.environ, TRITON_CACHE_DIR=d)
+            env = dict(os.environ, TRITON_CACHE_DIR=d + "/cache")
+            child = os.path.join(d, "child.py")  # @triton.jit wants its source in a file
+            with open(child, "w") as f:
+                f.write(CHILD)
             ms = []
             for _ in range(runs + 1):
-                r = subprocess.run([sys.executable, "-c", CHILD, which], env=env, capture_output=True, text=True)
+                r = subprocess.run([sys.executable, child, which], env=env, capture_output=True, text=True)
                 if r.returncode != 0:
                     sys.exit(f"triton_cache.py: the {which} child failed:\n{r.stderr}")
                 ms.append(float(r.stdout.strip().splitlines()[-1]))
