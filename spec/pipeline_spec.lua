@@ -118,6 +118,45 @@ describe("the persistent tile scheduler (host)", function()
       end
     end
   end)
+  it("the traced arithmetic (runtime extents in the kernel) gives the same order: LLVM folds it to the reference", function()
+    local tr = require("cute.trace")
+    -- a kernel storing cluster_coord of traced-constant extents and work indices; after
+    -- LLVM's passes each store is a constant at a constant offset: read them back
+    local function traced(raster, g, sh, n)
+      local k = cute.kernel(function(Out)
+        local c = function(x) return tr.const(tr.T.I32, x) end
+        local p = cute.utils.PersistentTileSchedulerParams({ c(sh[1]), c(sh[2]), c(sh[3]) }, { 1, 1, 1 },
+          { raster = raster, group = g })
+        for w = 0, n - 1 do
+          local m, nn, l, v = ts.cluster_coord(p, c(w))
+          Out[w * 4], Out[w * 4 + 1], Out[w * 4 + 2], Out[w * 4 + 3] = m, nn, l, cute.where(v, 1, 0)
+        end
+      end, { arch = "sm_90a", use_ptxas = false, name = "order" })
+      local ll = k:compile(cute.tensor_spec({ 4 * n }, i32)).llvm
+      local off, got = { ["%Out"] = 0 }, {}
+      for name, o in ll:gmatch("(%%%w+) = getelementptr inbounds i8, ptr addrspace%(1%) %%Out, i64 (%d+)") do
+        off[name] = tonumber(o)
+      end
+      for v, name in ll:gmatch("store i32 (%-?%d+), ptr addrspace%(1%) (%%%w+),") do
+        got[off[name] / 4] = tonumber(v)
+      end
+      return got
+    end
+    for _, c in ipairs({ { "M", 1, { 5, 7, 2 } }, { "M", 3, { 5, 7, 2 } }, { "N", 2, { 9, 4, 1 } }, { "N", 4, { 7, 3, 2 } } }) do
+      local raster, g, sh = c[1], c[2], c[3]
+      local want = ref_order(sh[1], sh[2], sh[3], raster, g)
+      local got = traced(raster, g, sh, #want + 2)
+      for w = 0, #want + 1 do
+        local e = want[w + 1]
+        local what = ("%s g=%d %s w=%d"):format(raster, g, table.concat(sh, "x"), w)
+        if e then
+          assert.are.same({ e[1], e[2], e[3], 1 }, { got[4 * w], got[4 * w + 1], got[4 * w + 2], got[4 * w + 3] }, what)
+        else
+          assert.are.equal(0, got[4 * w + 3], what)
+        end
+      end
+    end
+  end)
   it("clusters: tiles are the cluster's tile times its shape plus the CTA's place; grid from get_grid_shape", function()
     -- 2 x 1 clusters over 7 x 5 tiles: 4 x 5 cluster tiles (the last M cluster half outside)
     local p = cute.utils.PersistentTileSchedulerParams({ 7, 5, 1 }, { 2, 1, 1 }, { raster = "N", group = 2 })
