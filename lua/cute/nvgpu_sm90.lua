@@ -230,6 +230,10 @@ end
 local PROXY = { alias = "fence.proxy.alias;", async = "fence.proxy.async;",
   ["async.global"] = "fence.proxy.async.global;", ["async.shared"] = true }
 
+-- CuTe DSL's enums for fence_proxy's arguments
+M.ProxyKind = { alias = "alias", async = "async", async_global = "async.global", async_shared = "async.shared" }
+M.SharedSpace = { shared_cta = "cta", shared_cluster = "cluster" }
+
 -- fence_proxy(kind [, space]): kind "alias", "async", "async.global" or
 -- "async.shared" (space "cta" (default) or "cluster")
 function M.fence_proxy(kind, space)
@@ -519,6 +523,7 @@ function M.install(arch)
   for _, k in ipairs(EXPORTS) do arch[k] = M[k] end
   arch.barrier = M.make_barrier(arch.barrier)
   arch.WARP_SIZE = 32
+  arch.ProxyKind, arch.SharedSpace = M.ProxyKind, M.SharedSpace
 end
 
 return M
