@@ -65,6 +65,44 @@ describe("cute.pipeline kernels (sm_90a)", function()
   end)
 end)
 
+describe("pipeline states", function()
+  it("advance wraps the index and flips the phase: the traced code, folded by LLVM, against Lua", function()
+    -- a producer and a consumer state of 3 stages advanced 0..7 times; each step's
+    -- index, phase and count stored; after LLVM's passes every store is a constant
+    local k = cute.kernel(function(Out)
+      local sts = { P.make_pipeline_state(P.PipelineUserType.Producer, 3),
+        P.make_pipeline_state(P.PipelineUserType.Consumer, 3) }
+      for s = 1, 2 do
+        local st = sts[s]
+        for step = 0, 7 do
+          local o = ((s - 1) * 8 + step) * 3
+          Out[o], Out[o + 1], Out[o + 2] = st.index, st.phase, st.count
+          st:advance()
+        end
+      end
+      local c = sts[1]:clone()
+      c:advance()
+      Out[48], Out[49] = c.index, sts[1].index -- a clone advances alone
+    end, { arch = "sm_90a", use_ptxas = false, name = "states" })
+    local ll = k:compile(cute.tensor_spec({ 50 }, i32)).llvm
+    local off, got = { ["%Out"] = 0 }, {}
+    for name, o in ll:gmatch("(%%%w+) = getelementptr inbounds i8, ptr addrspace%(1%) %%Out, i64 (%d+)") do
+      off[name] = tonumber(o)
+    end
+    for v, name in ll:gmatch("store i32 (%-?%d+), ptr addrspace%(1%) (%%%w+),") do got[off[name] / 4] = tonumber(v) end
+    for s = 1, 2 do
+      local index, phase = 0, s == 1 and 1 or 0
+      for step = 0, 7 do
+        local o = ((s - 1) * 8 + step) * 3
+        assert.are.same({ index, phase, step }, { got[o], got[o + 1], got[o + 2] }, ("state %d step %d"):format(s, step))
+        index = index + 1
+        if index == 3 then index, phase = 0, 1 - phase end
+      end
+    end
+    assert.are.same({ 0, 2 }, { got[48], got[49] }) -- producer after 8 steps: index 2; its clone one more: 0
+  end)
+end)
+
 describe("PipelineTmaAsync cluster arrivals", function()
   it("each CTA's consumer warps signal the CTAs in its M row and N column (CuTe's rule), by hand", function()
     local m = P.empty_arrive_masks(cute.make_layout({ 1, 2, 1, 1 }))

@@ -92,7 +92,7 @@ M.u32_arg = u32_arg
 
 -- an mbarrier operand: a shared tensor or shared pointer of i64/u64, 8-byte aligned
 local function mbar_addr(x, what)
-  local p, space, al, eb = na.address(x, what, "the mbarrier")
+  local p, space, al = na.address(x, what, "the mbarrier")
   na.need_space(space, { "shared" }, what, "the mbarrier")
   local e
   if ten.is_tensor(x) then e = x.elem else
@@ -104,7 +104,6 @@ local function mbar_addr(x, what)
       tname(e)))
   end
   if al and al < 8 then fail(("%s: the mbarrier is %d-byte aligned; it must be 8-byte aligned"):format(what, al)) end
-  local _ = eb
   return na.shared_u32(p)
 end
 M.mbar_addr = mbar_addr
