@@ -52,6 +52,15 @@ describe("TMA argument derivation (by hand)", function()
     assert.is_true((tma.check(a, 0)))
   end)
 
+  it("MN-major bf16 tiled K first (CuTe's order for MN-major operands): boxes of 64 x 64, 2 per tile", function()
+    -- ((64,2),(8,8)):((1,4096),(64,512)): the K mode coalesces to 64:64
+    local sL = cute.tile_to_shape(cute.make_smem_layout_atom(K.MN_SW128, cute.bfloat16), { 128, 64 }, { 2, 1 })
+    local a = args(G2S, { 256, 128 }, { 1, 256 }, "bf16", sL, { 128, 64 })
+    assert.are.same({ 64, 64 }, a.box)
+    assert.are.equal(2, a.boxes)
+    assert.are.equal(16384, a.tx_bytes)
+  end)
+
   it("K-major fp8 e4m3 128x128, 128B swizzle", function()
     local sL = cute.tile_to_shape(cute.make_smem_layout_atom(K.K_SW128, cute.float8_e4m3fn), { 128, 128 }, { 1, 2 })
     local a = args(G2S, { 256, 512 }, { 512, 1 }, "f8e4m3", sL, { 128, 128 })
@@ -304,6 +313,22 @@ describe("TMA in kernels", function()
     local n = 0
     for _ in r.ptx:gmatch("cp%.async%.bulk%.tensor") do n = n + 1 end
     assert.are.equal(1, n)                   -- one box (64 x 64) per CTA
+  end)
+
+  it("create_tma_multicast_mask: the CTAs of the same row or column of the cluster", function()
+    local L = cute.make_layout({ 1, 2, 2, 1 })          -- (V, M, N, K): rank = m + 2 n
+    assert.are.equal(2 + 8, cp.create_tma_multicast_mask(L, { 0, 1, 0, 0 }, 2)) -- A: along N, m = 1
+    assert.are.equal(1 + 2, cp.create_tma_multicast_mask(L, { 0, 0, 0, 0 }, 1)) -- B: along M, n = 0
+    assert.are.equal(4 + 8, cp.create_tma_multicast_mask(L, { 0, 1, 1, 0 }, 1))
+    expect_error(function() cp.create_tma_multicast_mask(L, { 0, 1 }, 2) end, "a table of 4 coordinates")
+    expect_error(function() cp.create_tma_multicast_mask(L, { 0, 0, 0, 0 }, 4) end, "mcast_mode = 4")
+    local k = cute.kernel(function(out)
+      local r = cute.arch.block_idx_in_cluster()
+      out[0] = cp.create_tma_multicast_mask(L, { 0, cute.rem(r, 2), cute.div(r, 2), 0 }, 2)
+    end, { arch = "sm_90a" })
+    local ir = k:ir(cute.tensor_spec({ 4 }, cute.int32))
+    assert(has(ir, "shl i32 1:i32"), ir)
+    assert(has(ir, "or i32"), ir)
   end)
 
   it("an MN-major tile issues one instruction per box", function()
