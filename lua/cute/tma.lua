@@ -413,8 +413,7 @@ function M.make_tiled_tma_atom(op_, t, smem_layout, cta_tiler, opts)
   local key = ("TMA|%s|%s|%s|%s|%s|%s|mc%d"):format(op_.name, op_.reduce or "", a.dtype, tostring(smem_layout),
     show(a.tile), show(a.dim_modes), a.num_multicast)
   local atom = setmetatable({ op = op_, args = a, tx_bytes = a.tx_bytes, num_multicast = a.num_multicast,
-    smem_layout = smem_layout, _buf = buf, desc = map, encoded = encoded, _key = key,
-    _tensor = t }, Atom) -- (the map holds t's address: t lives as long as the atom)
+    smem_layout = smem_layout, _buf = buf, desc = map, encoded = encoded, _key = key }, Atom)
   local dyn = t.dynamic and true or false
   local shape = {}
   for m = 1, a.rank do shape[m] = t.shape[m] end
