@@ -274,6 +274,59 @@ describe("TMA in kernels", function()
     assert(tostring(e):find("without a device address", 1, true), e)
   end)
 
+  it("launches pass each atom's 128 bytes and the runtime extents (a stub driver), one compile", function()
+    local K_ = require("cute.kernel")
+    local launches, loads = {}, 0
+    K_._use_driver({
+      available = function() return true end,
+      cute_cuda_module_load = function(image, size, is_ptx, out)
+        loads = loads + 1
+        out[0] = ffi.cast("void*", 4096 + 16 * loads)
+        return 0
+      end,
+      cute_cuda_module_get_function = function(mod, name, out) out[0] = ffi.cast("void*", 1); return 0 end,
+      cute_cuda_module_unload = function() return 0 end,
+      cute_cuda_launch_cluster = function(fn, gx, gy, gz, bx, by, bz, cx, cy, cz, smem, stream, params)
+        local p = ffi.cast("uint8_t*", params[0])
+        local bytes = {}
+        for i = 0, 127 do bytes[i + 1] = p[i] end
+        launches[#launches + 1] = { bytes = bytes, m = ffi.cast("int32_t*", params[1])[0],
+          k = ffi.cast("int32_t*", params[2])[0], cluster = { cx, cy, cz } }
+        return 0
+      end,
+      cute_cuda_func_set_max_dynamic_smem = function() return 0 end,
+      cute_cuda_get_device = function(out) out[0] = 0; return 0 end,
+      cute_cuda_set_device = function() return 0 end,
+    })
+    local ok, err = pcall(function()
+      local k = cute.kernel(function(atom, mA, out)
+        local sA = cute.make_shared_tensor(sL, cute.bfloat16)
+        local bar = cute.make_shared_tensor(cute.make_layout(1), cute.int64, 8)
+        cute.copy(atom, cute.local_tile(mA, { 128, 64 }, { 0, 0 }), sA, { tma_bar_ptr = bar })
+        out[0] = sA[{ 0, 0 }]
+      end, { arch = "sm_90a", use_ptxas = false })
+      local out = { ptr = 8192, shape = { 4 }, strides = { 1 }, dtype = cute.bfloat16 }
+      for n = 1, 2 do
+        local atom, mA = cp.make_tiled_tma_atom(G2S, cute.dynamic(cute.tensor_spec({ 100 * n, 64 * n }, cute.bfloat16)),
+          sL, { 128, 64 })
+        atom.encoded = true -- (a spec has no address: stand in for the driver's encoding)
+        ffi.fill(atom.desc, 128, 16 + n)
+        k:launch{ grid = 2, block = 128, cluster = { 2, 1, 1 } }(atom, mA, out)
+      end
+      assert.are.equal(1, loads)
+      assert.are.equal(2, #launches)
+      for n = 1, 2 do
+        local l = launches[n]
+        assert.are.same({ 100 * n, 64 * n }, { l.m, l.k })
+        assert.are.equal(16 + n, l.bytes[1])
+        assert.are.equal(16 + n, l.bytes[128])
+        assert.are.same({ 2, 1, 1 }, l.cluster)
+      end
+    end)
+    K_._use_driver(nil)
+    assert(ok, err)
+  end)
+
   it("a store, a reduction, store fence / arrive / wait", function()
     local st = cp.make_tiled_tma_atom(cp.CopyBulkTensorTileS2GOp(), A, sL, { 128, 64 })
     local red = cp.make_tiled_tma_atom(cp.CopyReduceBulkTensorTileS2GOp(cute.ReductionOp.ADD), A, sL, { 128, 64 })
