@@ -105,6 +105,7 @@ describe("TMA on the GPU", function()
         cute.copy(ld, cute.local_tile(mA, { 128, 64 }, { bm, bk }), sA, { tma_bar_ptr = bar })
       end
       cute.arch.mbarrier_wait(bar, 0)
+      cp.tma_store_fence()
       if tid == 0 then
         cute.copy(st, sA, cute.local_tile(mB, { 128, 64 }, { bm, bk }))
         cute.copy(red, sA, cute.local_tile(mC, { 128, 64 }, { bm, bk }))
