@@ -69,6 +69,7 @@ tma.CoordTensor.__cute_key = true
 -- helpers
 ---------------------------------------------------------------------------
 local function need_sm90(what)
+  tr.need_trace(what)
   local s = tr.state()
   local a = s.arch
   local n = a and tonumber(a:match("^sm_(%d+)"))
@@ -351,7 +352,6 @@ function M.copy(a, src, dst, opts)
   elseif opts.tma_bar_ptr ~= nil or opts.mcast_mask ~= nil then
     fail(what .. ": a store takes no tma_bar_ptr or mcast_mask (it completes through the bulk group: tma_store_arrive / tma_store_wait)")
   end
-  local s = tr.state()
   local d = args.rank
   local desc = desc_addr(a)
   local ct = ten.make(coords.ptr, coords.off, { shape = cs, stride = cd }, coords.elem, coords.space, coords.align,
@@ -390,7 +390,6 @@ function M.copy(a, src, dst, opts)
       asm(ptx, "l,r" .. string.rep(",r", d) .. ",~{memory}", argv)
     end
   end
-  local _ = s
 end
 
 -- cute.nvgpu.cpasync.prefetch_descriptor(atom): prefetch.tensormap
