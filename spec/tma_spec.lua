@@ -429,6 +429,16 @@ describe("TMA in kernels", function()
     end
   end)
 
+  it("a TMA producer warp feeding consumer warps through PipelineTmaAsync (traced stage and k)", function()
+    local TK = dofile("spec/support/tma_kernels.lua")
+    local atom, mA = cp.make_tiled_tma_atom(G2S, cute.dynamic(cute.tensor_spec({ 200, 304 }, cute.bfloat16)),
+      TK.stage_layout, { TK.BM, TK.BK })
+    local r = compile(TK.rowsum(), atom, mA, cute.tensor_spec({ 256 }, cute.float32), cute.Int32(5))
+    assert(has(r.ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"), r.ptx)
+    assert(has(r.ptx, "mbarrier.try_wait.parity"), r.ptx)
+    assert(has(r.ptx, "prefetch.tensormap"), r.ptx)
+  end)
+
   it("errors at the user's line: sm_80, a missing barrier, a host-side atom, a bad mask", function()
     local atom, mA = cp.make_tiled_tma_atom(G2S, A, sL, { 128, 64 })
     local k80 = load_k:with({ arch = "sm_80" })
