@@ -283,6 +283,7 @@ function M.get_slice(t, idx)
     end
     -- thread indices are below 2^31: the coordinate math in 32 bits
     if idx.t ~= tr.T.I32 then idx = tr.cvt(idx, tr.T.I32) end
+    if t.atom.op.kind == "wgmma" then require("cute.wgmma").check_block(t) end
   end
   return setmetatable({ tiled_mma = t, thr_idx = idx, thr_vmnk = vmnk_coord(t.thr_layout_vmnk, idx) }, ThrMma)
 end

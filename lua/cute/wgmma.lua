@@ -204,6 +204,24 @@ function M.atom_fields(op)
 end
 
 ----------------------------------------------------------------------------
+-- the thread block of a kernel using a warpgroup tiled MMA: whole
+-- warpgroups, at least the tiled MMA's threads (known on the GPU only: a
+-- device assertion, once per kernel and tiled MMA, at the get_slice line)
+----------------------------------------------------------------------------
+function M.check_block(t)
+  local s = tr.state()
+  s.wgmma_checked = s.wgmma_checked or {}
+  if s.wgmma_checked[t] then return end
+  s.wgmma_checked[t] = true
+  local arch = require("cute.arch").arch
+  local x, y, z = arch.block_dim()
+  local n = tr.binop(OP.MUL, tr.binop(OP.MUL, x, y), z)
+  local ok = tr.binop(OP.AND, tr.binop(OP.REM, n, 128):eq(0), n:ge(t.size))
+  require("cute.arch").assert_(ok, ("the thread block must be whole warpgroups (a multiple of 128 threads) and hold the %d threads " ..
+    "of the warpgroup tiled MMA (%s)"):format(t.size, t.atom.instruction))
+end
+
+----------------------------------------------------------------------------
 -- tiled_mma:set("accumulate", x)
 ----------------------------------------------------------------------------
 function M.set_field(t, field, value)
