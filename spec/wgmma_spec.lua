@@ -397,3 +397,75 @@ describe("cute.gemm on warpgroup tiled MMAs", function()
     util.expect_error(function() warp:set("accumulate", true) end, "fields are for warpgroup MMAs")
   end)
 end)
+
+-- A model of how wgmma reads a canonical shared-memory tile (PTX ISA,
+-- "Shared Memory Matrix Layout"): from a descriptor's start address, LBO and
+-- SBO, element (mn, k) of the instruction's MN x K tile is at a byte address
+-- that the hardware then swizzles (Swizzle<B,4,3> on the address: bits 7..
+-- xor'ed into bits 4..).  For whole multistage tiles, every k-block's and
+-- stage's descriptor (start = the pre-swizzle offset of its first element, as
+-- make_fragment_A/B steps it) must reach exactly the byte where the smem
+-- layout stores each element.
+describe("wgmma descriptors against a model of the hardware's reads", function()
+  local lay = require("cute.layout")
+  local ten = require("cute.tensor")
+  local wgm = require("cute.wgmma")
+  local function model(lt, lbo, sbo, start, major, mn, k, eb)
+    local B = ({ INTERLEAVE = 0, SW32 = 1, SW64 = 2, SW128 = 3 })[lt]
+    local RW = 16 * 2 ^ B
+    local a
+    if major == "K" then
+      local kb = k * eb
+      if B == 0 then a = start + (mn % 8) * 16 + math.floor(mn / 8) * sbo + kb % 16 + math.floor(kb / 16) * lbo
+      else a = start + (mn % 8) * RW + math.floor(mn / 8) * sbo + kb end
+    else
+      local b = mn * eb
+      if B == 0 then a = start + b % 16 + math.floor(b / 16) * sbo + (k % 8) * 16 + math.floor(k / 8) * lbo
+      else a = start + b % RW + math.floor(b / RW) * lbo + (k % 8) * RW + math.floor(k / 8) * sbo end
+    end
+    return lay.swizzle(B, 4, 3, a)
+  end
+  -- sL: an (MN, K, stages) smem layout of eb-byte elements; KE: the instruction's K
+  local function check(sL, major, MN, K, stages, eb, KE)
+    local sw = ten.composed_parts(sL)
+    local L = lay.inner_layout(sL)
+    local function phys(mn, k, s) return lay.swizzle(sw[1], sw[2], sw[3], L(mn, k, s)) * eb end
+    for s = 0, stages - 1 do
+      for kb = 0, K / KE - 1 do
+        local origin = L(0, kb * KE, s)
+        local lt, lbo, sbo = wgm.canonical(function(i) return L(i % MN, kb * KE + math.floor(i / MN), s) - origin end,
+          MN, KE, eb, sw, major, "check", function() return tostring(sL) end)
+        for k = 0, KE - 1 do
+          for mn = 0, MN - 1 do
+            local want = phys(mn, kb * KE + k, s)
+            local got = model(lt, lbo, sbo, origin * eb, major, mn, k, eb)
+            if got ~= want then
+              error(("%s (%s-major, %s): stage %d k-block %d element (%d,%d): the descriptor reads byte %d, the " ..
+                "layout stores it at %d"):format(tostring(sL), major, lt, s, kb, mn, k, got, want))
+            end
+          end
+        end
+      end
+    end
+  end
+
+  it("bf16 K-major and MN-major, every swizzle, two stages, several k-blocks", function()
+    for _, kind in ipairs({ "SW128", "SW64", "SW32", "INTER" }) do
+      check(tile("K_" .. kind, { 64, 64, 2 }, { 1, 2, 3 }), "K", 64, 64, 2, 2, 16)
+      check(tile("K_" .. kind, { 128, 128, 2 }, { 1, 2, 3 }), "K", 128, 128, 2, 2, 16)
+      check(tile("MN_" .. kind, { 128, 64, 2 }, { 2, 1, 3 }), "MN", 128, 64, 2, 2, 16)
+      check(tile("MN_" .. kind, { 64, 32, 2 }, { 1, 2, 3 }), "MN", 64, 32, 2, 2, 16)
+    end
+    check(cute.sm90_utils.make_smem_layout_b("MN", { 64, 256, 64 }, bf16, 3), "MN", 256, 64, 3, 2, 16)
+    check(cute.sm90_utils.make_smem_layout_a("K", { 128, 256, 64 }, bf16, 3), "K", 128, 64, 3, 2, 16)
+  end)
+
+  it("tf32 (k8) and 8-bit (k32) K-major tiles", function()
+    for _, kind in ipairs({ "SW128", "SW64", "SW32" }) do
+      check(cute.tile_to_shape(cute.make_smem_layout_atom("K_" .. kind, f32), { 64, 32, 2 }, { 1, 2, 3 }), "K", 64, 32,
+        2, 4, 8)
+      check(cute.tile_to_shape(cute.make_smem_layout_atom("K_" .. kind, cute.int8), { 64, 128, 2 }, { 1, 2, 3 }), "K",
+        64, 128, 2, 1, 32)
+    end
+  end)
+end)
