@@ -265,6 +265,7 @@ local function raw_kernel(spec, nacc, acc_dtype, a_regs)
     mma(acc, a, da, tid > 0)
     cute.nvgpu.warpgroup.commit_group()
     cute.nvgpu.warpgroup.wait_group(0)
+    cute.nvgpu.warpgroup.fence_operand(acc)
     for i = 0, nacc - 1 do D[tid * nacc + i] = acc[i] end
   end, { name = "raw_wgmma" })
 end
