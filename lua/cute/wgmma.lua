@@ -245,17 +245,15 @@ function M.set_field(t, field, value)
   rawset(t, "__accumulate", { value = value, state = st, depth = st and #st.stack or 0, line = line })
 end
 
--- the accumulate flag for a gemm traced here: true unless set; a Lua false
+-- the accumulate flag for a gemm traced here: true unless set (on the host,
+-- or earlier in this trace); a Lua false
 -- set outside a loop this gemm is in is an error (it would hold on every
 -- iteration of the loop on the GPU, not only the first)
 local function accumulate_flag(t, what)
   local a = rawget(t, "__accumulate")
   local s = tr.state()
-  if not a then return true end
-  if a.state ~= s then
-    if type(a.value) == "boolean" then return a.value end
-    failf(what, "the tiled MMA's accumulate flag is a traced value from another kernel; set it in this one")
-  end
+  -- unset, or set while tracing another kernel: the default (accumulate)
+  if not a or (a.state ~= nil and a.state ~= s) then return true end
   if a.value == false and #s.stack > a.depth then
     for i = a.depth + 1, #s.stack do
       local r = s.stack[i]
