@@ -352,10 +352,50 @@ describe("cute.gemm on warpgroup tiled MMAs", function()
     end)
   end
 
-  it("the block-size check: a device assertion at get_slice, once per kernel", function()
-    local c = { kind = "bf16", n = 64, k = 64, bk = 64 }
-    local ir = wgg.kernel(c):with({ arch = "sm_90a" }):ir(wgg.specs(c))
-    assert.are.equal(1, count(ir, "whole warpgroups %(a multiple of 128 threads%) and hold the 128 threads"), ir)
+  it("the block size: checked at every launch (whole warpgroups, at least the tiled MMA's), no device code", function()
+    local K = require("cute.kernel")
+    local launches = {}
+    local driver = {
+      available = function() return true end,
+      cute_cuda_module_load = function(_, _, _, out) out[0] = ffi.cast("void*", 4096); return 0 end,
+      cute_cuda_module_get_function = function(_, _, out) out[0] = ffi.cast("void*", 4097); return 0 end,
+      cute_cuda_module_unload = function() return 0 end,
+      cute_cuda_launch = function(_, _, _, _, bx, by, bz)
+        launches[#launches + 1] = bx * by * bz
+        return 0
+      end,
+      cute_cuda_func_set_max_dynamic_smem = function() return 0 end,
+      cute_cuda_get_device = function(out) out[0] = 0; return 0 end,
+      cute_cuda_set_device = function() return 0 end,
+    }
+    K._use_driver(driver)
+    local ok, err = pcall(function()
+      local function dev(ptr, m, n, dt) return { ptr = ptr, shape = { m, n }, strides = { n, 1 }, dtype = dt } end
+      for _, c in ipairs({ { kind = "bf16", n = 64, k = 64, bk = 64 }, { kind = "bf16", n = 64, k = 64, bk = 64, wg_m = 2 } }) do
+        local k, tm = wgg.kernel(c)
+        k = k:with({ arch = "sm_90a", use_ptxas = false })
+        local A, B, Cm = dev(4096, 64 * (c.wg_m or 1), 64, bf16), dev(65536, 64, 64, bf16), dev(131072, 64 * (c.wg_m or 1), 64, f32)
+        k:launch{ grid = 1, block = tm.size }(A, B, Cm)
+        k:launch{ grid = 1, block = tm.size }(A, B, Cm) -- (the fast path)
+        k:launch{ grid = 1, block = { 128, 3 } }(A, B, Cm) -- 384: a producer warpgroup besides
+        assert.are.same({ tm.size, tm.size, 384 }, { launches[#launches - 2], launches[#launches - 1], launches[#launches] })
+        local n = #launches
+        for _, blk in ipairs({ 96, 160, c.wg_m == 2 and 128 or 64 }) do
+          for _ = 1, 2 do -- the first launch of a configuration and a repeated one
+            local e = util.err_of(function() k:launch{ grid = 1, block = blk }(A, B, Cm) end)
+            assert.truthy(has(e, ("a block of %d threads"):format(blk)), e)
+            assert.truthy(has(e, ("needs a multiple of 128 threads, at least %d"):format(tm.size)), e)
+            assert.truthy(has(e, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"), e)
+          end
+        end
+        assert.are.equal(n, #launches)
+        -- no device code for it: no vprintf call (it would make ptxas serialize the wgmmas)
+        local ptx = k:compile(wgg.specs(c)).ptx
+        assert.falsy(has(ptx, "vprintf"), "a call in the kernel")
+      end
+    end)
+    K._use_driver(nil)
+    assert(ok, err)
   end)
 
   it("errors: sm_80, accumulate false outside the loop, wrong fragments", function()

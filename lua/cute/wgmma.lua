@@ -205,20 +205,19 @@ end
 
 ----------------------------------------------------------------------------
 -- the thread block of a kernel using a warpgroup tiled MMA: whole
--- warpgroups, at least the tiled MMA's threads (known on the GPU only: a
--- device assertion, once per kernel and tiled MMA, at the get_slice line)
+-- warpgroups, at least the tiled MMA's threads.  Known at the launch only:
+-- the trace records it (the kernel's plan.block_check) and every launch
+-- checks it (lua/cute/launch.lua); no device code (a device assertion's
+-- vprintf call would make ptxas serialize every wgmma of the kernel).
 ----------------------------------------------------------------------------
 function M.check_block(t)
   local s = tr.state()
-  s.wgmma_checked = s.wgmma_checked or {}
-  if s.wgmma_checked[t] then return end
-  s.wgmma_checked[t] = true
-  local arch = require("cute.arch").arch
-  local x, y, z = arch.block_dim()
-  local n = tr.binop(OP.MUL, tr.binop(OP.MUL, x, y), z)
-  local ok = tr.binop(OP.AND, tr.binop(OP.REM, n, 128):eq(0), n:ge(t.size))
-  require("cute.arch").assert_(ok, ("the thread block must be whole warpgroups (a multiple of 128 threads) and hold the %d threads " ..
-    "of the warpgroup tiled MMA (%s)"):format(t.size, t.atom.instruction))
+  local bc = s.block_check
+  if bc and bc.min >= t.size then return end
+  local file, line = tr.user_frame()
+  s.block_check = { multiple = 128, min = t.size,
+    what = ("the warpgroup tiled MMA of %d threads (%s, sliced at %s:%s)"):format(t.size, t.atom.instruction,
+      tostring(file and file:match("[^/]+$") or "?"), tostring(line)) }
 end
 
 ----------------------------------------------------------------------------
