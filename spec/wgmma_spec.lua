@@ -329,19 +329,20 @@ end)
 describe("cute.gemm on warpgroup tiled MMAs", function()
   local cases = {
     { kind = "bf16", n = 256, k = 128, bk = 64 },                     -- 64 x 256 f32: 128 accumulators per thread
-    { kind = "bf16", n = 128, k = 128, bk = 64, b_major = "MN" },
+    { kind = "bf16", n = 128, k = 128, bk = 64, b_major = "MN", stages = 2 },  -- stage kt % 2: traced offsets
     { kind = "bf16", n = 128, k = 64, bk = 64, wg_m = 2, a_major = "MN", b_major = "MN" },
     { kind = "f16acc", n = 64, k = 64, bk = 64 },
     { kind = "tf32", n = 64, k = 64, bk = 32 },
     { kind = "e4m3", n = 8, k = 128, bk = 128 },
     { kind = "int8", n = 64, k = 128, bk = 128 },
-    { kind = "bf16", n = 64, k = 128, bk = 64, a_src = "rmem" },
+    { kind = "bf16", n = 64, k = 128, bk = 64, a_src = "rmem", stages = 3 },
     { kind = "int8", n = 32, k = 64, bk = 64, a_src = "rmem" },
     { kind = "tf32", n = 8, k = 32, bk = 32, a_src = "rmem" },
   }
   for _, c in ipairs(cases) do
-    it(("%s N = %d, %d warpgroup(s), A %s-major from %s, B %s-major: one wgmma per k-block, ptxas sm_90a, 0 spills")
-      :format(c.kind, c.n, c.wg_m or 1, c.a_major or "K", c.a_src or "smem", c.b_major or "K"), function()
+    it(("%s N = %d, %d warpgroup(s), A %s-major from %s, B %s-major, %d stage(s): one wgmma per k-block, ptxas " ..
+      "sm_90a, 0 spills"):format(c.kind, c.n, c.wg_m or 1, c.a_major or "K", c.a_src or "smem", c.b_major or "K",
+      c.stages or 1), function()
       local k = wgg.kernel(c)
       local r = build(k, wgg.specs(c))
       local kb = wgg.KINDS[c.kind].kb
