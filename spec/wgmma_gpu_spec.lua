@@ -77,6 +77,11 @@ describe("warpgroup MMA on the GPU", function()
     end
   end)
 
+  gpu_it("bf16, the first k-tile peeled with accumulate = false over a C of 3s", function()
+    run({ kind = "bf16", n = 128, k = 192, bk = 64, peel = true })
+    run({ kind = "int8", n = 64, k = 256, bk = 128, peel = true })
+  end)
+
   gpu_it("bf16, two warpgroups along M; A MN-major too", function()
     run({ kind = "bf16", n = 128, k = 128, bk = 64, wg_m = 2 })
     run({ kind = "bf16", n = 64, k = 64, bk = 64, wg_m = 2, a_major = "MN", b_major = "MN" })

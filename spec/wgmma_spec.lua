@@ -335,6 +335,7 @@ describe("cute.gemm on warpgroup tiled MMAs", function()
     { kind = "tf32", n = 64, k = 64, bk = 32 },
     { kind = "e4m3", n = 8, k = 128, bk = 128 },
     { kind = "int8", n = 64, k = 128, bk = 128 },
+    { kind = "bf16", n = 64, k = 192, bk = 64, peel = true },
     { kind = "bf16", n = 64, k = 128, bk = 64, a_src = "rmem", stages = 3 },
     { kind = "int8", n = 32, k = 64, bk = 64, a_src = "rmem" },
     { kind = "tf32", n = 8, k = 32, bk = 32, a_src = "rmem" },
@@ -346,12 +347,27 @@ describe("cute.gemm on warpgroup tiled MMAs", function()
       local k = wgg.kernel(c)
       local r = build(k, wgg.specs(c))
       local kb = wgg.KINDS[c.kind].kb
-      assert.are.equal(c.bk / kb, count(r.ptx, "wgmma%.mma_async"), r.ptx)
+      assert.are.equal(c.bk / kb * (c.peel and 2 or 1), count(r.ptx, "wgmma%.mma_async"), r.ptx)
       assert.truthy(has(r.ptx, wgg.instruction(c)), wgg.instruction(c))
-      assert.are.equal(1, count(r.ptx, "wgmma%.wait_group%.sync%.aligned 0;"))
+      assert.are.equal(c.peel and 2 or 1, count(r.ptx, "wgmma%.wait_group%.sync%.aligned 0;"))
       if not PTXAS then pending("ptxas not found: PTX checked, not assembled") end
     end)
   end
+
+  it("accumulate = false (a Lua boolean) is scale-d 0 for the first k-block only; a traced flag is the predicate", function()
+    local c = { kind = "bf16", n = 64, k = 192, bk = 64, peel = true }
+    local ir = wgg.kernel(c):with({ arch = "sm_90a" }):ir(wgg.specs(c))
+    local scales = {}
+    for line in ir:gmatch("[^\n]*wgmma%.mma_async[^\n]*") do scales[#scales + 1] = line:match(", ([^,]-) str=") end
+    -- the peeled k-tile: 0 then 1, 1, 1; the loop: 1, 1, 1, 1 (set(true) before it)
+    assert.are.same({ "0:u32", "1:u32", "1:u32", "1:u32", "1:u32", "1:u32", "1:u32", "1:u32" }, scales)
+    local c2 = { kind = "bf16", n = 64, k = 128, bk = 64 }
+    ir = wgg.kernel(c2):with({ arch = "sm_90a" }):ir(wgg.specs(c2))
+    scales = {}
+    for line in ir:gmatch("[^\n]*wgmma%.mma_async[^\n]*") do scales[#scales + 1] = line:match(", ([^,]-) str=") end
+    assert.truthy(scales[1]:match("^%%%d+$"), scales[1]) -- kt > 0, converted to u32
+    assert.are.same({ "1:u32", "1:u32", "1:u32" }, { scales[2], scales[3], scales[4] })
+  end)
 
   it("the block size: checked at every launch (whole warpgroups, at least the tiled MMA's), no device code", function()
     local K = require("cute.kernel")

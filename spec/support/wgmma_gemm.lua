@@ -12,7 +12,8 @@ local wg = cute.nvgpu.warpgroup
 local M = {}
 
 -- cfg: kind ("bf16", "f16", "f16acc", "tf32", "e4m3", "e5m2", "int8", "uint8"), n, wg_m (1|2), k (total K),
--- bk, a_major, b_major, a_src, stages (k-tile kt goes to stage kt % stages: a traced descriptor offset)
+-- bk, a_major, b_major, a_src, stages (k-tile kt goes to stage kt % stages: a traced descriptor offset),
+-- peel (the first k-tile outside the loop, accumulate = Lua false there)
 local KINDS = {
   bf16 = { ab = cute.bfloat16, acc = cute.float32, kb = 16 },
   f16 = { ab = cute.float16, acc = cute.float32, kb = 16 },
@@ -58,7 +59,9 @@ function M.kernel(cfg)
     local tCrB = tm:make_fragment_B(tCsB)
     local tCgC = thr:partition_C(Cm)
     local acc = tm:make_fragment_C(tCgC)
-    for kt in cute.range(KT) do
+    -- one k-tile: copy it in, then its k-blocks; first: a Lua boolean (peeled
+    -- first k-tile, accumulate set to a Lua false / true), or nil (traced kt > 0)
+    local function ktile(kt, first)
       local stage = kt % ST
       for i in cute.range(BM * BK / nt) do
         local e = tid + i * nt
@@ -74,7 +77,7 @@ function M.kernel(cfg)
       -- the generic-proxy stores become visible to wgmma (the async proxy)
       cute.arch.asm(nil, "fence.proxy.async.shared::cta;", "~{memory}")
       if rmem then cute.copy(tCsA[{ _, _, _, stage }], tCrA) end
-      tm:set("accumulate", kt > 0)
+      if first == nil then tm:set("accumulate", kt > 0) else tm:set("accumulate", not first) end
       wg.fence()
       for kb = 0, BK / kd.kb - 1 do
         local a = rmem and tCrA[{ _, _, kb }] or tCrA[{ _, _, kb, stage }]
@@ -85,9 +88,16 @@ function M.kernel(cfg)
       wg.wait_group(0)
       cute.arch.sync_threads()
     end
+    if cfg.peel then
+      acc:fill(3) -- what the first wgmma (scale-d false) must ignore
+      ktile(0, true)
+      for kt in cute.range(1, KT) do ktile(kt, false) end
+    else
+      for kt in cute.range(KT) do ktile(kt) end
+    end
     cute.copy(acc, tCgC)
   end, { name = ("wgmma_%s_n%d_wg%d_%s%s%s_s%d"):format(cfg.kind, cfg.n, cfg.wg_m or 1, cfg.a_major or "K",
-    cfg.b_major or "K", rmem and "_rs" or "", ST) })
+    cfg.b_major or "K", rmem and "_rs" or "", ST) .. (cfg.peel and "_peel" or "") })
   return k, tm
 end
 
