@@ -211,6 +211,16 @@ describe("warpgroup MMA atoms", function()
     end)
   end)
 
+  it("16-bit: accumulator values 8 kb .. 8 kb + 7 are the A-in-register values of k-block kb", function()
+    local Lc = cute.make_mma_atom(wg.MmaF16BF16Op(bf16, f32, { 64, 64, 16 })).layout_C_tv
+    local La = cute.make_mma_atom(wg.MmaF16BF16Op(bf16, f32, { 64, 64, 16 }, { a_src = "rmem" })).layout_A_tv
+    for t = 0, 127 do
+      for kb = 0, 3 do
+        for j = 0, 7 do assert.are.equal(La(t, j) + 64 * 16 * kb, Lc(t, 8 * kb + j)) end
+      end
+    end
+  end)
+
   it("tiled over warpgroups: 128 threads each, the tile and the C layout of the second warpgroup", function()
     local tm = cute.make_tiled_mma(wg.MmaF16BF16Op(bf16, f32, { 64, 128, 16 }), { 2, 1, 1 })
     assert.are.equal(256, tm.size)
