@@ -50,9 +50,31 @@ M.fail = fail
 -- the sticky IR error of the current trace, at the user's line
 local function ir_fail() cf.ir_fail(S.ir) end
 
+-- The op's source location for the IR: the user's frame, its file named by the
+-- chunk's whole source path ("@dir/k.lua" -> "dir/k.lua"; Lua's short_src cuts long
+-- paths to "...tail", which no tool could open), other chunks by short_src
+-- ([string "..."], a C host's "=name" -> name).  Codegen makes relative paths absolute
+-- for the PTX's .file (lineinfo).
+local src_name = {}
+local function loc_frame()
+  for level = 3, 60 do
+    local info = debug.getinfo(level, "Sl")
+    if not info then break end
+    if not cf.is_lib_source(info.source) and info.currentline and info.currentline > 0 then
+      local n = src_name[info.source]
+      if not n then
+        n = info.source:sub(1, 1) == "@" and info.source:sub(2) or info.short_src
+        src_name[info.source] = n
+      end
+      return n, info.currentline
+    end
+  end
+  return nil, nil
+end
+
 local last_file, last_line
 local function setloc()
-  local f, l = user_frame()
+  local f, l = loc_frame()
   if not f then f, l = "?", 0 end
   if l ~= last_line or f ~= last_file then
     last_file, last_line = f, l
