@@ -32,12 +32,20 @@ static void br(cg *g, LLVMBasicBlockRef to) {
    compute-sanitizer can open from anywhere; the disk cache's key has the working
    directory when lineinfo is on (cache.c).  Chunk names that are no file ("[string ...]",
    "=host", "?") stay as they are. */
-LLVMMetadataRef cg_di_file(cg *g, const char *path) {
+LLVMMetadataRef cg_di_file(cg *g, const char *path_in) {
+  /* PTX's .file takes a plain quoted string: a chunk named by its source text
+     ([string "..."]) may hold quotes, backslashes and control characters */
+  char path[1024];
+  size_t pn = 0;
+  for (const char *c = path_in; *c && pn + 1 < sizeof path; c++)
+    path[pn++] = *c == '"' ? '\'' : *c == '\\' ? '/' : (unsigned char)*c < 32 ? ' ' : *c;
+  path[pn] = 0;
+  if (!path[0] || strchr("[=?", path[0])) return LLVMDIBuilderCreateFile(g->dib, path, pn, "", 0);
   const char *slash = strrchr(path, '/');
   const char *name = slash ? slash + 1 : path;
   size_t dl = slash ? (size_t)(slash - path) : 0;
   char cwd[4096], dir[8192];
-  if (path[0] != '/' && path[0] != '[' && path[0] != '=' && path[0] != '?' && path[0] && getcwd(cwd, sizeof cwd)) {
+  if (path[0] != '/' && getcwd(cwd, sizeof cwd)) {
     int n = snprintf(dir, sizeof dir, "%s%s%.*s", cwd, slash ? "/" : "", (int)dl, path);
     if (n > 0 && (size_t)n < sizeof dir) return LLVMDIBuilderCreateFile(g->dib, name, strlen(name), dir, (size_t)n);
   }

@@ -52,9 +52,10 @@ local function ir_fail() cf.ir_fail(S.ir) end
 
 -- The op's source location for the IR: the user's frame, its file named by the
 -- chunk's whole source path ("@dir/k.lua" -> "dir/k.lua"; Lua's short_src cuts long
--- paths to "...tail", which no tool could open), other chunks by short_src
--- ([string "..."], a C host's "=name" -> name).  Codegen makes relative paths absolute
--- for the PTX's .file (lineinfo).
+-- paths to "...tail", which no tool could open), a chunk named "=name" (a C host's, or
+-- load(s, "=name")) by that name with its "=", a chunk named by its text by short_src
+-- ([string "..."]).  Codegen makes relative file paths absolute for the PTX's .file
+-- (lineinfo) and leaves the other two as they are.
 local src_name = {}
 local function loc_frame()
   for level = 3, 60 do
@@ -63,7 +64,8 @@ local function loc_frame()
     if not cf.is_lib_source(info.source) and info.currentline and info.currentline > 0 then
       local n = src_name[info.source]
       if not n then
-        n = info.source:sub(1, 1) == "@" and info.source:sub(2) or info.short_src
+        local c = info.source:sub(1, 1)
+        n = c == "@" and info.source:sub(2) or c == "=" and info.source or info.short_src
         src_name[info.source] = n
       end
       return n, info.currentline
