@@ -60,7 +60,8 @@ static src_file *file_of(src_file *fs, int *nfs, const char *path, size_t len) {
   src_file *s = &fs[(*nfs)++];
   memset(s, 0, sizeof *s);
   s->path = strndup(path, len);
-  if (s->path) load(s);
+  if (!s->path) { (*nfs)--; return NULL; }
+  load(s);
   return s;
 }
 
@@ -96,7 +97,7 @@ char *sass_with_source(const char *sass) {
       if (s && s->text && num <= s->n) {
         const char *src = s->line[num - 1];
         while (*src == ' ' || *src == '\t') src++;
-        const char *base = s->path ? strrchr(s->path, '/') : NULL;
+        const char *base = strrchr(s->path, '/');
         base = base ? base + 1 : s->path;
         ir_buf_put(&b, p, (size_t)(strstr(p, "//##") - p)); /* the marker's indentation */
         ir_buf_printf(&b, "//   %s:%d:  %s\n", base, num, src);
