@@ -1,0 +1,275 @@
+-- Hopper (sm_90a) GEMM in CuTe DSL's vocabulary (docs/HOPPER.md, "Hopper GEMM
+-- walk-through"), modelled on CuTe DSL's hopper dense GEMM:
+--   C = alpha * A * B^T + beta * C
+--   A: M x K, B: N x K (both K-major, "TN"), C: M x N; bf16 or f16 in (fp8 e4m3 through
+--   examples/gemm_fp8_sm90.lua), f32 accumulators, bf16 (or f16 / f32) out.
+-- * TMA: A and B tiles (128-byte swizzle, cute.sm90_utils.make_smem_layout_a/b) are loaded
+--   by cp.async.bulk.tensor into a ring of STAGES (>= 4) shared-memory stages guarded by a
+--   PipelineTmaAsync (a "full" and an "empty" mbarrier per stage). Loads past M, N or K are
+--   zero-filled by the TMA unit: the main loop has no predicates.
+-- * Warp specialisation: 3 warpgroups (384 threads). Warpgroup 0 is the producer: it gives
+--   registers back (setmaxnreg.dec), and one elected thread of its first warp issues the
+--   TMA loads. Warpgroups 1 and 2 are consumers (setmaxnreg.inc): each multiplies its
+--   64 x BN half of the 128 x BN CTA tile with wgmma.mma_async m64nBNk16 straight from
+--   the swizzled shared memory (descriptors), keeping one wgmma group in flight
+--   (commit_group / wait_group(1)) and releasing each stage one k-tile behind.
+-- * Persistent: grid = the SMs (in clusters); a static persistent tile scheduler hands each
+--   CTA its tiles in grouped raster order (GROUP tiles along M share their B tiles in L2).
+-- * Clusters of 2 x 1 CTAs along M: the two CTAs need the same B tile, so each loads half
+--   of it and the TMA multicasts it into both CTAs' shared memory (mcast mask 0b11); the
+--   consumers release a stage on both CTAs' "empty" barriers.
+-- * Epilogue: alpha * acc (+ beta * C) converted to C's type, stored from the registers;
+--   tiles on the matrix's edge store under an identity-tensor predicate.
+-- Shapes are run-time values (one compile serves every M, N, K): M and N are any sizes,
+-- K a multiple of 16 bytes (TMA's global strides), checked at the launch.
+--   cuteluajit examples/gemm_sm90.lua [M] [N] [K]       (env BN=128|256, STAGES, CLUSTER=1|2)
+local cute = require("cute")
+local ex = dofile((arg[0]:match("(.*/)") or "./") .. "common.lua")
+local _ = cute._
+local f32 = cute.float32
+
+local M_, N_, K_ = tonumber(arg[1]) or 4096, tonumber(arg[2]) or 4096, tonumber(arg[3]) or 4096
+
+local SMEM_LIMIT = 227 * 1024 -- an H100's opt-in shared memory per CTA
+
+-- cfg: ab_dtype (bfloat16 | float16 | float8_e4m3fn), c_dtype (bfloat16), bn (128 | 256),
+-- stages (default: as many as fit, at least 4), cluster_m (2 | 1), group (raster group, 8),
+-- name
+local function make_gemm(cfg)
+  cfg = cfg or {}
+  local ab, c_dtype = cfg.ab_dtype or cute.bfloat16, cfg.c_dtype or cute.bfloat16
+  local fp8 = ab.size == 1
+  local BM, BN = 128, cfg.bn or 256
+  local BK = 128 / ab.size                  -- one 128-byte swizzle row of K per k-tile
+  local MMA_K = fp8 and 32 or 16
+  local KB = BK / MMA_K                     -- wgmma k-blocks per k-tile
+  local CM = cfg.cluster_m or 2             -- CTAs per cluster, along M (B is multicast)
+  local GROUP = cfg.group or 8
+  local stage_bytes = (BM + BN) * BK * ab.size
+  local STAGES = cfg.stages or math.min(8, math.floor((SMEM_LIMIT - 1024) / stage_bytes))
+  assert(BN == 128 or BN == 256, "gemm_sm90: bn must be 128 or 256")
+  assert(STAGES >= 2 and STAGES * stage_bytes + 1024 <= SMEM_LIMIT,
+    ("gemm_sm90: %d stages of %d bytes do not fit in shared memory"):format(STAGES, stage_bytes))
+  local THREADS = 384                       -- producer warpgroup + two consumer warpgroups
+  local PRODUCER_REGS, CONSUMER_REGS = 40, 232
+
+  local wg = cute.nvgpu.warpgroup
+  local op = fp8 and wg.MmaF8Op(ab, ab, f32, { 64, BN, 32 }) or wg.MmaF16BF16Op(ab, f32, { 64, BN, 16 })
+  local tiled_mma = cute.make_tiled_mma(op, { 2, 1, 1 })  -- two warpgroups along M: 128 x BN
+  local tile_mnk = { BM, BN, BK }
+  local sA_layout = cute.sm90_utils.make_smem_layout_a("K", tile_mnk, ab, STAGES)  -- (BM, BK, STAGES)
+  local sB_layout = cute.sm90_utils.make_smem_layout_b("K", tile_mnk, ab, STAGES)  -- (BN, BK, STAGES)
+  local sA_stage, sB_stage = cute.slice_(sA_layout, { _, _, 0 }), cute.slice_(sB_layout, { _, _, 0 })
+  local tx_bytes = stage_bytes              -- A tile + the whole B tile (half from the peer)
+  local cp = cute.nvgpu.cpasync
+  local pl = cute.pipeline
+
+  local kernel = cute.kernel(function(tma_a, mA, tma_b, mB, Cm, alpha, beta)
+    local M, K = cute.size(mA, 0), cute.size(mA, 1)
+    local N = cute.size(mB, 0)
+    local tid = cute.arch.thread_idx()
+    local warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    local wgi = cute.arch.make_warp_uniform(cute.div(tid, 128))  -- 0: producer, 1-2: consumers
+    local ktiles = cute.div(K + (BK - 1), BK)
+
+    if warp == 0 then
+      cp.prefetch_descriptor(tma_a)
+      cp.prefetch_descriptor(tma_b)
+    end
+
+    -- shared memory: the A and B stages (1024-byte aligned for the 128-byte swizzle), then
+    -- the pipeline's mbarriers (full[STAGES], empty[STAGES])
+    local sA = cute.make_tensor(cute.make_dynamic_shared_tensor(cute.make_layout(cute.cosize(sA_layout)), ab, 1024),
+      sA_layout)
+    local sB = cute.make_tensor(cute.make_dynamic_shared_tensor(cute.make_layout(cute.cosize(sB_layout)), ab, 1024),
+      sB_layout)
+    local mbar = cute.make_dynamic_shared_tensor(cute.make_layout(2 * STAGES), cute.int64, 8)
+
+    -- the pipeline: the producer arrives once per stage (with the stage's transaction
+    -- bytes); every consumer warp of both CTAs that read the stage releases it
+    local pipe = pl.PipelineTmaAsync.create{
+      barrier_storage = mbar, num_stages = STAGES,
+      producer_group = pl.CooperativeGroup(pl.Agent.Thread, 1),
+      consumer_group = pl.CooperativeGroup(pl.Agent.Thread, 8 * CM),
+      tx_count = tx_bytes,
+      cta_layout_vmnk = cute.make_layout({ 1, CM, 1, 1 }) }
+    if CM > 1 then
+      cute.arch.cluster_arrive_relaxed()  -- the barriers are initialised: tell the peer
+      cute.arch.cluster_wait()
+    else
+      cute.arch.sync_threads()
+    end
+
+    -- the CTA's place in its cluster, and the tile scheduler (the same walk in every role)
+    local rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+    local tiles_m, tiles_n = cute.div(M + (BM - 1), BM), cute.div(N + (BN - 1), BN)
+    local params = cute.utils.PersistentTileSchedulerParams({ tiles_m, tiles_n, 1 }, { CM, 1, 1 },
+      { raster = "M", group = GROUP })
+    local sched = cute.utils.StaticPersistentTileScheduler.create(params, { cute.arch.block_idx() },
+      { cute.arch.grid_dim() })
+
+    if wgi == 0 then
+      ------------------------------------------------------------------ producer
+      cute.arch.warpgroup_reg_dealloc(PRODUCER_REGS)
+      if warp == 0 then
+        -- TMA views: (TMA, k) of global coordinates and (TMA, stage) of shared memory;
+        -- B is split between the cluster's CTAs (each loads and multicasts its half)
+        local gA = cute.local_tile(mA, { BM, BK }, { _, _ })         -- (BM, BK, m, k)
+        local gB = cute.local_tile(mB, { BN, BK }, { _, _ })         -- (BN, BK, n, k)
+        local tAsA, tAgA = cp.tma_partition(tma_a, 0, cute.make_layout(1),
+          cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
+        local tBsB, tBgB = cp.tma_partition(tma_b, rank, cute.make_layout(CM),
+          cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
+        local mcast = bit.lshift(1, CM) - 1
+        local state = pl.make_pipeline_state(pl.PipelineUserType.Producer, STAGES)
+        local work = sched:initial_work_tile_info()
+        while work.is_valid_tile do
+          local tm, tn = work.tile_idx[1], work.tile_idx[2]
+          for kt in cute.range(ktiles) do
+            pipe:producer_acquire(state)                     -- the stage is empty; expect its bytes
+            if cute.arch.elect_one() then
+              local bar = pipe:producer_get_barrier(state)
+              cute.copy(tma_a, tAgA[{ _, tm, kt }], tAsA[{ _, state.index }], { tma_bar_ptr = bar })
+              cute.copy(tma_b, tBgB[{ _, tn, kt }], tBsB[{ _, state.index }],
+                { tma_bar_ptr = bar, mcast_mask = CM > 1 and mcast or nil })
+            end
+            pipe:producer_commit(state)
+            state:advance()
+          end
+          sched:advance_to_next_work()
+          work = sched:get_current_work()
+        end
+        pipe:producer_tail(state)                            -- the peer's releases have landed
+      end
+    else
+      ------------------------------------------------------------------ consumers
+      cute.arch.warpgroup_reg_alloc(CONSUMER_REGS)
+      local ctid = tid - 128                                 -- 0..255 over the two warpgroups
+      local thr_mma = tiled_mma:get_slice(ctid)
+      local tCrA = tiled_mma:make_fragment_A(thr_mma:partition_A(sA))  -- descriptors (MMA, MMA_M, MMA_K, STAGES)
+      local tCrB = tiled_mma:make_fragment_B(thr_mma:partition_B(sB))
+      local read = pl.make_pipeline_state(pl.PipelineUserType.Consumer, STAGES)
+      local release = pl.make_pipeline_state(pl.PipelineUserType.Consumer, STAGES)
+      local idC = cute.make_identity_tensor({ M, N })
+      local work = sched:initial_work_tile_info()
+      while work.is_valid_tile do
+        local tm, tn = work.tile_idx[1], work.tile_idx[2]
+        local gC = cute.local_tile(Cm, { BM, BN }, { tm, tn })
+        local acc = thr_mma:partition_fragment_C(gC)         -- (MMA, MMA_M, MMA_N) f32
+        -- k-tile 0: the first wgmma overwrites the accumulators (scale-d 0)
+        tiled_mma:set("accumulate", false)
+        pipe:consumer_wait(read)
+        wg.fence()
+        for kb in cute.range_constexpr(KB) do
+          cute.gemm(tiled_mma, acc, tCrA[{ _, _, kb, read.index }], tCrB[{ _, _, kb, read.index }], acc)
+          tiled_mma:set("accumulate", true)
+        end
+        wg.commit_group()
+        read:advance()
+        -- k-tiles 1..: one wgmma group in flight; the stage of the previous group is freed
+        -- once that group has completed (wait_group(1))
+        for kt in cute.range(1, ktiles) do
+          pipe:consumer_wait(read)
+          wg.fence()
+          for kb in cute.range_constexpr(KB) do
+            cute.gemm(tiled_mma, acc, tCrA[{ _, _, kb, read.index }], tCrB[{ _, _, kb, read.index }], acc)
+          end
+          wg.commit_group()
+          wg.wait_group(1)
+          pipe:consumer_release(release)
+          read:advance()
+          release:advance()
+        end
+        wg.wait_group(0)
+        pipe:consumer_release(release)
+        release:advance()
+
+        -- epilogue: D = alpha acc (+ beta C) in C's type, from the registers
+        local tCgC = thr_mma:partition_C(gC)
+        local tCcC = thr_mma:partition_C(cute.local_tile(idC, { BM, BN }, { tm, tn }))
+        if beta ~= 0 then
+          for e = 0, #acc - 1 do
+            if cute.elem_less(tCcC[e], { M, N }) then
+              tCgC[e] = (acc[e] * alpha + tCgC[e]:to(f32) * beta):to(c_dtype)
+            end
+          end
+        else
+          local tCrD = cute.make_fragment_like(acc, c_dtype)
+          tCrD:store((acc:load() * alpha):to(c_dtype))
+          if (tm + 1) * BM <= M and (tn + 1) * BN <= N then
+            cute.copy(tCrD, tCgC)                             -- an inner tile: no predicates
+          else
+            for e = 0, #acc - 1 do
+              if cute.elem_less(tCcC[e], { M, N }) then tCgC[e] = tCrD[e] end
+            end
+          end
+        end
+        sched:advance_to_next_work()
+        work = sched:get_current_work()
+      end
+    end
+  end, { name = cfg.name or ("gemm_sm90_" .. ab.name .. "_n" .. BN), max_threads_per_block = THREADS,
+         min_blocks_per_sm = 1 })
+
+  -- TMA descriptors are encoded on the host per (tensor, shape, strides): kept for reuse
+  local atoms = setmetatable({}, { __mode = "k" })
+  local function tma_of(T, which)
+    local key = table.concat({ tostring(T.ptr), T.shape[1], T.shape[2], T.stride[1], T.stride[2] }, ",")
+    local per = atoms[T] or {}
+    atoms[T] = per
+    if not per[which .. key] then
+      local d = cute.dynamic(T, { divisibility = 16 / ab.size })
+      local a, t
+      if which == "a" then
+        a, t = cp.make_tiled_tma_atom(cp.CopyBulkTensorTileG2SOp(), d, sA_stage, { BM, BK })
+      elseif CM > 1 then
+        a, t = cp.make_tiled_tma_atom(cp.CopyBulkTensorTileG2SMulticastOp(), d, sB_stage, { BN, BK },
+          { num_multicast = CM })
+      else
+        a, t = cp.make_tiled_tma_atom(cp.CopyBulkTensorTileG2SOp(), d, sB_stage, { BN, BK })
+      end
+      per[which .. key] = { a, t }
+    end
+    return per[which .. key][1], per[which .. key][2]
+  end
+  local max_clusters
+  local D32 = { index_bits = 32 }
+  return { kernel = kernel, tiled_mma = tiled_mma, tma_of = tma_of,
+    cfg = { bm = BM, bn = BN, bk = BK, stages = STAGES, threads = THREADS, cluster_m = CM, group = GROUP },
+    -- the kernel's arguments and launch configuration for A, B, C
+    args = function(A, B, Cm, alpha, beta)
+      local m, k, n = A.shape[1], A.shape[2], B.shape[1]
+      if k % (16 / ab.size) ~= 0 then
+        error(("gemm_sm90: K = %d is not a multiple of %d (TMA needs 16-byte row strides)"):format(k, 16 / ab.size), 2)
+      end
+      max_clusters = max_clusters or math.floor(cute.device().sm_count / CM)
+      local params = cute.utils.PersistentTileSchedulerParams({ math.ceil(m / BM), math.ceil(n / BN), 1 },
+        { CM, 1, 1 }, { raster = "M", group = GROUP })
+      local ta, mA = tma_of(A, "a")
+      local tb, mB = tma_of(B, "b")
+      return { grid = cute.utils.get_grid_shape(params, max_clusters), block = THREADS, cluster = { CM, 1, 1 } },
+        ta, mA, tb, mB, cute.dynamic(Cm, D32), cute.Float32(alpha), cute.Float32(beta)
+    end }
+end
+
+local function finish(lib)
+  local args = lib.args
+  lib.launch = function(A, B, Cm, alpha, beta)
+    local cfg, ta, mA, tb, mB, c, al, be = args(A, B, Cm, alpha, beta)
+    return lib.kernel:launch(cfg)(ta, mA, tb, mB, c, al, be)
+  end
+  return lib
+end
+local function make(cfg) return finish(make_gemm(cfg)) end
+
+if CUTE_EXAMPLE_LIB then return { make_gemm = make } end
+
+local g = make{ bn = tonumber(os.getenv("BN")), stages = tonumber(os.getenv("STAGES")),
+  cluster_m = tonumber(os.getenv("CLUSTER")) }
+if not ex.gpu() then
+  print("gemm_sm90: needs an sm_90 GPU to run (spec/gemm_sm90_spec.lua compiles it without one)")
+  return
+end
+local A, B, Cm = ex.check_bf16_gemm_tn("gemm_sm90", g.launch, M_, N_, K_, tonumber(os.getenv("CHECK_ROWS")))
+local ms = ex.time_ms(function() g.launch(A, B, Cm, 1, 0) end, 20)
+print(("gemm_sm90 %dx%dx%d: %.3f ms, %.1f TFLOP/s"):format(M_, N_, K_, ms, 2 * M_ * N_ * K_ / ms / 1e9))
