@@ -233,15 +233,21 @@ local function make_gemm(cfg)
     return per[which .. key][1], per[which .. key][2]
   end
   local max_clusters
+  local function check_k(A, level)
+    if A.shape[2] % (16 / ab.size) ~= 0 then
+      error(("gemm_sm90: K = %d is not a multiple of %d (TMA needs 16-byte row strides)"):format(A.shape[2],
+        16 / ab.size), level)
+    end
+  end
   local D32 = { index_bits = 32 }
-  return { kernel = kernel, tiled_mma = tiled_mma, tma_of = tma_of,
-    cfg = { bm = BM, bn = BN, bk = BK, stages = STAGES, threads = THREADS, cluster_m = CM, group = GROUP },
+  return { kernel = kernel, tiled_mma = tiled_mma, tma_of = tma_of, ab_dtype = ab, c_dtype = c_dtype,
+    check_k = check_k,
+    cfg = { bm = BM, bn = BN, bk = BK, kblocks = KB, stages = STAGES, threads = THREADS, cluster_m = CM,
+            group = GROUP },
     -- the kernel's arguments and launch configuration for A, B, C
     args = function(A, B, Cm, alpha, beta)
       local m, k, n = A.shape[1], A.shape[2], B.shape[1]
-      if k % (16 / ab.size) ~= 0 then
-        error(("gemm_sm90: K = %d is not a multiple of %d (TMA needs 16-byte row strides)"):format(k, 16 / ab.size), 2)
-      end
+      check_k(A, 3)
       max_clusters = max_clusters or math.floor(cute.device().sm_count / CM)
       local params = cute.utils.PersistentTileSchedulerParams({ math.ceil(m / BM), math.ceil(n / BN), 1 },
         { CM, 1, 1 }, { raster = "M", group = GROUP })
@@ -255,6 +261,7 @@ end
 local function finish(lib)
   local args = lib.args
   lib.launch = function(A, B, Cm, alpha, beta)
+    lib.check_k(A, 3)
     local cfg, ta, mA, tb, mB, c, al, be = args(A, B, Cm, alpha, beta)
     return lib.kernel:launch(cfg)(ta, mA, tb, mB, c, al, be)
   end

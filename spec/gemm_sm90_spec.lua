@@ -1,0 +1,208 @@
+-- The Hopper GEMMs (docs/HOPPER.md, "Hopper GEMM walk-through"): examples/gemm_sm90.lua
+-- (bf16) and examples/gemm_fp8_sm90.lua (e4m3).  Without a GPU: each configuration
+-- compiles for sm_90a with run-time M, N, K; its PTX holds the Hopper machinery (wgmma,
+-- TMA loads with multicast, mbarrier waits, setmaxnreg, elect.sync, cluster barriers),
+-- ptxas assembles it with 0 spill bytes and no stack; the cold compile time is printed.
+-- On an sm_90 GPU (#gpu): odd sizes against a CPU reference on every element, and
+-- 4096^3 against CPU dot products on sampled elements.
+local cute = require("cute")
+local C = require("cute.ffi").C
+local util = dofile("spec/support/util.lua")
+local has = util.has
+local bf16, e4m3 = cute.bfloat16, cute.float8_e4m3fn
+local PTXAS = C.cute_ptxas_path() ~= nil
+local ex = dofile("examples/common.lua")
+
+local function example(name)
+  local saved = _G.arg
+  _G.arg = { [0] = "examples/" .. name .. ".lua" }
+  _G.CUTE_EXAMPLE_LIB = true
+  local ok, m = pcall(dofile, _G.arg[0])
+  _G.CUTE_EXAMPLE_LIB = nil
+  _G.arg = saved
+  assert(ok, m)
+  return m
+end
+
+local function count(s, pat)
+  local n = 0
+  for _ in s:gmatch(pat) do n = n + 1 end
+  return n
+end
+
+-- the kernel's arguments for tensor specs (no GPU): TMA atoms and coordinate tensors
+-- from the host-side make_tiled_tma_atom, C as a run-time-shape tensor
+local function spec_args(g, ab, c_dtype, m, n, k)
+  local A, B = cute.tensor_spec({ m, k }, ab), cute.tensor_spec({ n, k }, ab)
+  local ta, mA = g.tma_of(A, "a")
+  local tb, mB = g.tma_of(B, "b")
+  return ta, mA, tb, mB, cute.dynamic(cute.tensor_spec({ m, n }, c_dtype), { index_bits = 32 }),
+    cute.Float32(1), cute.Float32(0)
+end
+
+local function compile(g, ab, c_dtype)
+  local k = g.kernel:with{ arch = "sm_90a", use_ptxas = PTXAS, cache = false }
+  local t0 = cute.now_us()
+  local r = k:compile(spec_args(g, ab, c_dtype, 1000, 1030, 520))
+  return r, (cute.now_us() - t0) / 1e3
+end
+
+local function check_ptx(r, g, instr)
+  local ptx = r.ptx
+  local c = g.cfg
+  -- one wgmma per k-block of a k-tile: the peeled first k-tile and the main loop's
+  local n_wgmma = count(ptx, "wgmma%.mma_async%.sync%.aligned%." .. instr)
+  assert.are.equal(2 * c.kblocks, n_wgmma)
+  assert.is_true(has(ptx, "wgmma.fence.sync.aligned"))
+  assert.is_true(has(ptx, "wgmma.commit_group.sync.aligned"))
+  assert.is_true(has(ptx, "wgmma.wait_group.sync.aligned 1"))
+  assert.is_true(has(ptx, "wgmma.wait_group.sync.aligned 0"))
+  -- TMA: A plain, B multicast over the 2 x 1 cluster
+  assert.is_true(has(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global"))
+  if c.cluster_m > 1 then
+    assert.is_true(has(ptx, "multicast::cluster"))
+    assert.is_true(has(ptx, "barrier.cluster.wait"))
+  end
+  assert.is_true(has(ptx, "mbarrier.try_wait.parity"))
+  assert.is_true(has(ptx, "mbarrier.arrive.expect_tx") or has(ptx, "mbarrier.expect_tx"))
+  assert.is_true(has(ptx, "prefetch.tensormap"))
+  assert.is_true(has(ptx, "setmaxnreg.dec.sync.aligned.u32 40"))
+  assert.is_true(has(ptx, "setmaxnreg.inc.sync.aligned.u32 232"))
+  assert.is_true(has(ptx, "elect.sync"))
+  assert.is_false(has(ptx, ".local"))
+  if PTXAS then
+    assert.are.equal(0, r.info.spill_stores or 0)
+    assert.are.equal(0, r.info.spill_loads or 0)
+    assert.are.equal(0, r.info.stack or 0)
+  end
+end
+
+describe("examples/gemm_sm90.lua (no GPU)", function()
+  local m = example("gemm_sm90")
+  for _, cfg in ipairs({ { bn = 256 }, { bn = 128 }, { bn = 256, cluster_m = 1 } }) do
+    it(("128x%d tile, cluster %d: wgmma / TMA / mbarrier / setmaxnreg in the PTX, ptxas sm_90a, 0 spills"):format(
+      cfg.bn, cfg.cluster_m or 2), function()
+      local g = m.make_gemm(cfg)
+      assert.is_true(g.cfg.stages >= 4)
+      local r, ms = compile(g, bf16, bf16)
+      check_ptx(r, g, ("m64n%dk16%%.f32%%.bf16%%.bf16"):format(cfg.bn))
+      print(("\n  gemm_sm90 128x%d s%d cluster %d: cold compile %.0f ms (%s), %s registers"):format(cfg.bn,
+        g.cfg.stages, g.cfg.cluster_m, ms, PTXAS and "to the cubin" or "to PTX, no ptxas", tostring(r.info.regs)))
+    end)
+  end
+
+  it("f16 in, f16 out", function()
+    local g = m.make_gemm{ ab_dtype = cute.float16, c_dtype = cute.float16, bn = 128 }
+    local r = compile(g, cute.float16, cute.float16)
+    check_ptx(r, g, "m64n128k16%.f32%.f16%.f16")
+  end)
+
+  it("K must give 16-byte rows (TMA): an error at the caller's line", function()
+    local g = m.make_gemm{ bn = 128 }
+    local A, B = cute.tensor_spec({ 64, 36 }, bf16), cute.tensor_spec({ 64, 36 }, bf16)
+    util.expect_error(function() g.args(A, B, cute.tensor_spec({ 64, 64 }, bf16), 1, 0) end,
+      "gemm_sm90", "K = 36", "multiple of 8")
+  end)
+end)
+
+describe("examples/gemm_fp8_sm90.lua (no GPU)", function()
+  local m = example("gemm_fp8_sm90")
+  for _, out in ipairs({ bf16, cute.float32 }) do
+    it(("e4m3 in, %s out: wgmma m64n256k32 e4m3, ptxas sm_90a, 0 spills"):format(out.name), function()
+      local g = m.make_gemm{ c_dtype = out }
+      assert.are.equal(128, g.cfg.bk)
+      local r, ms = compile(g, e4m3, out)
+      check_ptx(r, g, "m64n256k32%.f32%.e4m3%.e4m3")
+      print(("\n  gemm_fp8_sm90 (%s out): cold compile %.0f ms"):format(out.name, ms))
+    end)
+  end
+end)
+
+-- on the GPU ----------------------------------------------------------------------
+
+local function sm90_gpu()
+  local d = cute.device(0)
+  return d.cc[1] >= 9, ("the GPU is %s (cc %d.%d), not sm_90"):format(d.name, d.cc[1], d.cc[2])
+end
+
+-- gemm(A, B, C, alpha, beta) on random data, every element against the CPU reference
+local function check_all(g, ab, c_dtype, M, N, K, alpha, beta, tol)
+  local A = cute.from_host(util.rand_floats(M * K), ab, { M, K })
+  local B = cute.from_host(util.rand_floats(N * K), ab, { N, K })
+  local Cm = cute.from_host(util.rand_floats(M * N), c_dtype, { M, N })
+  local a, b, c0 = ex.host_values(A), ex.host_values(B), ex.host_values(Cm)
+  g.launch(A, B, Cm, alpha, beta)
+  local bad = 0
+  local err = ex.gemm_tn_compare(a, b, c0, ex.host_values(Cm), M, N, K, alpha, beta, 1, function(i, j, c, ref)
+    if not (math.abs(c - ref) <= tol * (math.abs(ref) + 1)) then
+      bad = bad + 1
+      if bad <= 3 then print(("  C[%d][%d] = %g, expected %g"):format(i, j, c, ref)) end
+    end
+  end)
+  A:free(); B:free(); Cm:free()
+  assert.are.equal(0, bad, ("%dx%dx%d: %d elements off (rel. error %.3g)"):format(M, N, K, bad, err))
+end
+
+describe("examples/gemm_sm90.lua on an sm_90 GPU", function()
+  local m = example("gemm_sm90")
+  util.gpu_it("odd sizes, alpha and beta, every element against a CPU reference", function()
+    local ok, why = sm90_gpu()
+    if not ok then return pending(why) end
+    for _, cfg in ipairs({ { bn = 256 }, { bn = 128 }, { bn = 256, cluster_m = 1 } }) do
+      local g = m.make_gemm(cfg)
+      for _, s in ipairs({ { 1000, 1030, 520 }, { 129, 257, 64 }, { 1, 1, 8 }, { 384, 512, 1024 } }) do
+        check_all(g, bf16, bf16, s[1], s[2], s[3], 0.75, -1.25, 0.02)
+        check_all(g, bf16, bf16, s[1], s[2], s[3], 1.5, 0, 0.02)
+      end
+    end
+  end)
+
+  util.gpu_it("4096^3: sampled elements against CPU dot products", function()
+    local ok, why = sm90_gpu()
+    if not ok then return pending(why) end
+    local n = 4096
+    local g = m.make_gemm{ bn = 256 }
+    local A = cute.from_host(util.rand_floats(n * n), bf16, { n, n })
+    local B = cute.from_host(util.rand_floats(n * n), bf16, { n, n })
+    local Cm = cute.zeros({ n, n }, bf16)
+    g.launch(A, B, Cm, 1, 0)
+    local a, b, c = ex.host_values(A), ex.host_values(B), ex.host_values(Cm)
+    local seed = 7
+    for _ = 1, 2000 do
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      local i, j = seed % n, math.floor(seed / n) % n
+      local s = 0
+      for kk = 0, n - 1 do s = s + a[i * n + kk] * b[j * n + kk] end
+      local got = c[i * n + j]
+      assert(math.abs(got - s) <= 0.01 * math.abs(s) + 0.05, ("C[%d][%d] = %g, expected %g"):format(i, j, got, s))
+    end
+    A:free(); B:free(); Cm:free()
+  end)
+end)
+
+describe("examples/gemm_fp8_sm90.lua on an sm_90 GPU", function()
+  local m = example("gemm_fp8_sm90")
+  util.gpu_it("odd sizes, e4m3 in, bf16 and f32 out, scales, every element against a CPU reference", function()
+    local ok, why = sm90_gpu()
+    if not ok then return pending(why) end
+    for _, out in ipairs({ bf16, cute.float32 }) do
+      local g = m.make_gemm{ c_dtype = out, bn = 128 }
+      for _, s in ipairs({ { 1000, 1030, 528 }, { 256, 128, 1024 } }) do
+        local M, N, K = s[1], s[2], s[3]
+        local A = cute.from_host(util.rand_floats(M * K, -4, 4), e4m3, { M, K })
+        local B = cute.from_host(util.rand_floats(N * K, -4, 4), e4m3, { N, K })
+        local Cm = cute.zeros({ M, N }, out)
+        g.launch(A, B, Cm, 0.5, 0.25)
+        local zero = setmetatable({}, { __index = function() return 0 end })
+        local bad = 0
+        ex.gemm_tn_compare(ex.host_values(A), ex.host_values(B), zero, ex.host_values(Cm), M, N, K, 0.125, 0, 1,
+          function(i, j, c, ref)
+            local tol = out == bf16 and 0.01 or 1e-4
+            if not (math.abs(c - ref) <= tol * (math.abs(ref) + 1)) then bad = bad + 1 end
+          end)
+        A:free(); B:free(); Cm:free()
+        assert.are.equal(0, bad, ("fp8 %dx%dx%d (%s out): %d elements off"):format(M, N, K, out.name, bad))
+      end
+    end
+  end)
+end)
