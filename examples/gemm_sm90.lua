@@ -59,7 +59,7 @@ local function make_gemm(cfg)
   local tile_mnk = { BM, BN, BK }
   local sA_layout = cute.sm90_utils.make_smem_layout_a("K", tile_mnk, ab, STAGES)  -- (BM, BK, STAGES)
   local sB_layout = cute.sm90_utils.make_smem_layout_b("K", tile_mnk, ab, STAGES)  -- (BN, BK, STAGES)
-  local sA_stage, sB_stage = cute.slice_(sA_layout, { _, _, 0 }), cute.slice_(sB_layout, { _, _, 0 })
+  local sA_stage, sB_stage = cute.slice_({ _, _, 0 }, sA_layout), cute.slice_({ _, _, 0 }, sB_layout)
   local tx_bytes = stage_bytes              -- A tile + the whole B tile (half from the peer)
   local cp = cute.nvgpu.cpasync
   local pl = cute.pipeline

@@ -71,6 +71,8 @@ local function check_ptx(r, g, instr)
   assert.is_true(has(ptx, "elect.sync"))
   assert.is_false(has(ptx, ".local"))
   if PTXAS then
+    -- setmaxnreg needs the launch bounds (384 threads, 1 CTA per SM), else ptxas drops it
+    assert.is_false(has(r.ptxas_log, "setmaxnreg' ignored"), r.ptxas_log)
     assert.are.equal(0, r.info.spill_stores or 0)
     assert.are.equal(0, r.info.spill_loads or 0)
     assert.are.equal(0, r.info.stack or 0)
