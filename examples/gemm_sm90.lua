@@ -86,19 +86,15 @@ local function make_gemm(cfg)
     local mbar = cute.make_dynamic_shared_tensor(cute.make_layout(2 * STAGES), cute.int64, 8)
 
     -- the pipeline: the producer arrives once per stage (with the stage's transaction
-    -- bytes); every consumer warp of both CTAs that read the stage releases it
+    -- bytes); every consumer warp of both CTAs that read the stage releases it.  create
+    -- initialises the barriers and synchronises the cluster (no CTA multicasts into a
+    -- peer whose barriers are not initialised yet)
     local pipe = pl.PipelineTmaAsync.create{
       barrier_storage = mbar, num_stages = STAGES,
       producer_group = pl.CooperativeGroup(pl.Agent.Thread, 1),
       consumer_group = pl.CooperativeGroup(pl.Agent.Thread, 8 * CM),
       tx_count = tx_bytes,
       cta_layout_vmnk = cute.make_layout({ 1, CM, 1, 1 }) }
-    if CM > 1 then
-      cute.arch.cluster_arrive_relaxed()  -- the barriers are initialised: tell the peer
-      cute.arch.cluster_wait()
-    else
-      cute.arch.sync_threads()
-    end
 
     -- the CTA's place in its cluster, and the tile scheduler (the same walk in every role)
     local rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
@@ -209,12 +205,14 @@ local function make_gemm(cfg)
       end
     end
   end, { name = cfg.name or ("gemm_sm90_" .. ab.name .. "_n" .. BN), max_threads_per_block = THREADS,
+         enable_assertions = false, -- (a device assertion's printf call would serialise the wgmmas)
          min_blocks_per_sm = 1 })
 
   -- TMA descriptors are encoded on the host per (tensor, shape, strides): kept for reuse
   local atoms = setmetatable({}, { __mode = "k" })
   local function tma_of(T, which)
-    local key = table.concat({ tostring(T.ptr), T.shape[1], T.shape[2], T.stride[1], T.stride[2] }, ",")
+    local st = T.strides or { T.shape[2], 1 }
+    local key = table.concat({ tostring(T.ptr), T.shape[1], T.shape[2], st[1], st[2] }, ",")
     local per = atoms[T] or {}
     atoms[T] = per
     if not per[which .. key] then
