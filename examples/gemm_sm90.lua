@@ -64,7 +64,22 @@ local function make_gemm(cfg)
   local cp = cute.nvgpu.cpasync
   local pl = cute.pipeline
 
-  local kernel = cute.kernel(function(tma_a, mA, tma_b, mB, Cm, alpha, beta)
+  -- the epilogue's staging tile: 128 rows of EPI_N columns (128 bytes of C's type),
+  -- rows padded by 16 bytes (bank-conflict-free register writes); the chunks of a tile
+  -- alias it (stride 0), so thr_mma:partition_C gives every accumulator its place
+  local EPI_N = 128 / c_dtype.size
+  local NCH = BN / EPI_N
+  local EP = EPI_N + 16 / c_dtype.size
+  local V = 16 / c_dtype.size                 -- elements per 16-byte run
+  local RUN_PER_ROW = EPI_N / V
+  local RUNS = BM * RUN_PER_ROW / 256         -- runs per consumer thread per chunk
+  local sC_layout = cute.make_layout({ BM, { EPI_N, NCH } }, { EP, { 1, 0 } })
+  local st_atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), c_dtype, { num_bits_per_copy = 128 })
+
+  -- wide: C's rows are 16-byte aligned (N a multiple of V, strides promised divisible);
+  -- with_beta: C is read (beta ~= 0)
+  local function build(wide, with_beta)
+  return cute.kernel(function(tma_a, mA, tma_b, mB, Cm, alpha, beta)
     local M, K = cute.size(mA, 0), cute.size(mA, 1)
     local N = cute.size(mB, 0)
     local tid = cute.arch.thread_idx()
@@ -144,6 +159,18 @@ local function make_gemm(cfg)
       local thr_mma = tiled_mma:get_slice(ctid)
       local tCrA = tiled_mma:make_fragment_A(thr_mma:partition_A(sA))  -- descriptors (MMA, MMA_M, MMA_K, STAGES)
       local tCrB = tiled_mma:make_fragment_B(thr_mma:partition_B(sB))
+      -- the staging tile; which accumulators fall in which chunk of EPI_N columns (read
+      -- off thread 0's coordinates at trace time: the other threads' differ by < 8 columns)
+      local sC_buf = cute.make_dynamic_shared_tensor(cute.make_layout(BM * EP), c_dtype, 16)
+      local tCsC = thr_mma:partition_C(cute.make_tensor(sC_buf, sC_layout))
+      local sCr = cute.make_tensor(sC_buf, cute.make_layout({ BM, EP }, { EP, 1 }))
+      local crd0 = tiled_mma:get_slice(0):partition_C(cute.make_identity_tensor({ BM, BN }))
+      local chunk_elems = {}
+      for ch = 0, NCH - 1 do chunk_elems[ch] = {} end
+      for e = 0, cute.size(crd0) - 1 do
+        local ch = math.floor(crd0[e][2] / EPI_N)
+        chunk_elems[ch][#chunk_elems[ch] + 1] = e
+      end
       local read = pl.make_pipeline_state(pl.PipelineUserType.Consumer, STAGES)
       local release = pl.make_pipeline_state(pl.PipelineUserType.Consumer, STAGES)
       local idC = cute.make_identity_tensor({ M, N })
@@ -156,10 +183,8 @@ local function make_gemm(cfg)
         tiled_mma:set("accumulate", false)
         pipe:consumer_wait(read)
         wg.fence()
-        for kb in cute.range_constexpr(KB) do
-          cute.gemm(tiled_mma, acc, tCrA[{ _, _, kb, read.index }], tCrB[{ _, _, kb, read.index }], acc)
-          tiled_mma:set("accumulate", true)
-        end
+        cute.gemm(tiled_mma, acc, tCrA[{ _, _, _, read.index }], tCrB[{ _, _, _, read.index }], acc)
+        tiled_mma:set("accumulate", true)
         wg.commit_group()
         read:advance()
         -- k-tiles 1..: one wgmma group in flight; the stage of the previous group is freed
@@ -167,9 +192,7 @@ local function make_gemm(cfg)
         for kt in cute.range(1, ktiles) do
           pipe:consumer_wait(read)
           wg.fence()
-          for kb in cute.range_constexpr(KB) do
-            cute.gemm(tiled_mma, acc, tCrA[{ _, _, kb, read.index }], tCrB[{ _, _, kb, read.index }], acc)
-          end
+          cute.gemm(tiled_mma, acc, tCrA[{ _, _, _, read.index }], tCrB[{ _, _, _, read.index }], acc)
           wg.commit_group()
           wg.wait_group(1)
           pipe:consumer_release(release)
@@ -180,23 +203,37 @@ local function make_gemm(cfg)
         pipe:consumer_release(release)
         release:advance()
 
-        -- epilogue: D = alpha acc (+ beta C) in C's type, from the registers
+        -- epilogue, EPI_N columns at a time through the staging tile: the chunk's
+        -- accumulators -> alpha acc (+ beta C) in C's type -> shared memory; then each
+        -- consumer thread stores 16-byte runs of rows to C (under a predicate on the edge)
+        local tCcC
+        if with_beta then tCcC = thr_mma:partition_C(cute.local_tile(idC, { BM, BN }, { tm, tn })) end
         local tCgC = thr_mma:partition_C(gC)
-        local tCcC = thr_mma:partition_C(cute.local_tile(idC, { BM, BN }, { tm, tn }))
-        if beta ~= 0 then
-          for e = 0, #acc - 1 do
-            if cute.elem_less(tCcC[e], { M, N }) then
-              tCgC[e] = (acc[e] * alpha + tCgC[e]:to(f32) * beta):to(c_dtype)
+        for ch in cute.range_constexpr(NCH) do
+          cute.arch.barrier{ barrier_id = 1, number_of_threads = 256 }  -- the last chunk has been read
+          for _, e in ipairs(chunk_elems[ch]) do
+            local d = acc[e] * alpha
+            if with_beta then
+              if cute.elem_less(tCcC[e], { M, N }) then d = d + tCgC[e]:to(f32) * beta end
             end
+            tCsC[e] = d
           end
-        else
-          local tCrD = cute.make_fragment_like(acc, c_dtype)
-          tCrD:store((acc:load() * alpha):to(c_dtype))
-          if (tm + 1) * BM <= M and (tn + 1) * BN <= N then
-            cute.copy(tCrD, tCgC)                             -- an inner tile: no predicates
-          else
-            for e = 0, #acc - 1 do
-              if cute.elem_less(tCcC[e], { M, N }) then tCgC[e] = tCrD[e] end
+          cute.arch.barrier{ barrier_id = 1, number_of_threads = 256 }
+          for i in cute.range_constexpr(RUNS) do
+            local q = ctid + 256 * i
+            local r, j = cute.div(q, RUN_PER_ROW), q % RUN_PER_ROW
+            local gr, gc = tm * BM + r, tn * BN + ch * EPI_N + j * V
+            if gr < M then
+              if wide then
+                if gc < N then
+                  cute.copy(st_atom, cute.local_tile(sCr[{ r, _ }], { V }, { j }),
+                    cute.local_tile(gC[{ r, _ }], { V }, { ch * RUN_PER_ROW + j }))
+                end
+              else
+                for v in cute.range_constexpr(V) do
+                  if gc + v < N then gC[{ r, ch * EPI_N + j * V + v }] = sCr[{ r, j * V + v }] end
+                end
+              end
             end
           end
         end
@@ -204,9 +241,17 @@ local function make_gemm(cfg)
         work = sched:get_current_work()
       end
     end
-  end, { name = cfg.name or ("gemm_sm90_" .. ab.name .. "_n" .. BN), max_threads_per_block = THREADS,
-         enable_assertions = false, -- (a device assertion's printf call would serialise the wgmmas)
-         min_blocks_per_sm = 1 })
+  end, { name = (cfg.name or ("gemm_sm90_" .. ab.name .. "_n" .. BN)) .. (wide and "" or "_narrow")
+                 .. (with_beta and "_beta" or ""),
+         max_threads_per_block = THREADS, min_blocks_per_sm = 1, -- (setmaxnreg needs the launch bounds)
+         enable_assertions = false }) -- (a device assertion's printf call would serialise the wgmmas)
+  end
+  local kernels = {}
+  local function kernel_for(wide, with_beta)
+    local key = (wide and "w" or "n") .. (with_beta and "b" or "")
+    kernels[key] = kernels[key] or build(wide, with_beta)
+    return kernels[key]
+  end
 
   -- TMA descriptors are encoded on the host per (tensor, shape, strides): kept for reuse
   local atoms = setmetatable({}, { __mode = "k" })
@@ -237,39 +282,40 @@ local function make_gemm(cfg)
         16 / ab.size), level)
     end
   end
-  local D32 = { index_bits = 32 }
-  return { kernel = kernel, tiled_mma = tiled_mma, tma_of = tma_of, ab_dtype = ab, c_dtype = c_dtype,
-    check_k = check_k,
+  local lib = { kernel = kernel_for(true, false), kernel_for = kernel_for, tiled_mma = tiled_mma, tma_of = tma_of,
+    ab_dtype = ab, c_dtype = c_dtype, check_k = check_k,
     cfg = { bm = BM, bn = BN, bk = BK, kblocks = KB, stages = STAGES, threads = THREADS, cluster_m = CM,
-            group = GROUP },
-    -- the kernel's arguments and launch configuration for A, B, C
-    args = function(A, B, Cm, alpha, beta)
-      local m, k, n = A.shape[1], A.shape[2], B.shape[1]
-      check_k(A, 3)
+            group = GROUP, epi_n = EPI_N } }
+  -- the kernel for A, B, C, alpha, beta, its launch configuration and its arguments
+  -- (clusters: how many run at once; default the SMs / CM of the current device)
+  function lib.args(A, B, Cm, alpha, beta, clusters)
+    local m, n = A.shape[1], B.shape[1]
+    check_k(A, 3)
+    if not clusters then
       max_clusters = max_clusters or math.floor(cute.device().sm_count / CM)
-      local params = cute.utils.PersistentTileSchedulerParams({ math.ceil(m / BM), math.ceil(n / BN), 1 },
-        { CM, 1, 1 }, { raster = "M", group = GROUP })
-      local ta, mA = tma_of(A, "a")
-      local tb, mB = tma_of(B, "b")
-      return { grid = cute.utils.get_grid_shape(params, max_clusters), block = THREADS, cluster = { CM, 1, 1 } },
-        ta, mA, tb, mB, cute.dynamic(Cm, D32), cute.Float32(alpha), cute.Float32(beta)
-    end }
-end
-
-local function finish(lib)
-  local args = lib.args
-  lib.launch = function(A, B, Cm, alpha, beta)
-    lib.check_k(A, 3)
-    local cfg, ta, mA, tb, mB, c, al, be = args(A, B, Cm, alpha, beta)
-    return lib.kernel:launch(cfg)(ta, mA, tb, mB, c, al, be)
+      clusters = max_clusters
+    end
+    local params = cute.utils.PersistentTileSchedulerParams({ math.ceil(m / BM), math.ceil(n / BN), 1 },
+      { CM, 1, 1 }, { raster = "M", group = GROUP })
+    local ta, mA = tma_of(A, "a")
+    local tb, mB = tma_of(B, "b")
+    local wide = Cm.shape[2] % V == 0
+    return kernel_for(wide, beta ~= 0),
+      { grid = cute.utils.get_grid_shape(params, clusters), block = THREADS, cluster = { CM, 1, 1 } },
+      ta, mA, tb, mB, cute.dynamic(Cm, wide and { index_bits = 32, divisibility = V } or { index_bits = 32 }),
+      cute.Float32(alpha), cute.Float32(beta)
+  end
+  function lib.launch(A, B, Cm, alpha, beta)
+    check_k(A, 3)
+    local k, cfg, ta, mA, tb, mB, c, al, be = lib.args(A, B, Cm, alpha, beta)
+    return k:launch(cfg)(ta, mA, tb, mB, c, al, be)
   end
   return lib
 end
-local function make(cfg) return finish(make_gemm(cfg)) end
 
-if CUTE_EXAMPLE_LIB then return { make_gemm = make } end
+if CUTE_EXAMPLE_LIB then return { make_gemm = make_gemm } end
 
-local g = make{ bn = tonumber(os.getenv("BN")), stages = tonumber(os.getenv("STAGES")),
+local g = make_gemm{ bn = tonumber(os.getenv("BN")), stages = tonumber(os.getenv("STAGES")),
   cluster_m = tonumber(os.getenv("CLUSTER")) }
 if not ex.gpu() then
   print("gemm_sm90: needs an sm_90 GPU to run (spec/gemm_sm90_spec.lua compiles it without one)")
