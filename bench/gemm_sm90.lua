@@ -93,10 +93,9 @@ end
 local function compile_ms(g)
   local n = 512
   local A = cute.zeros({ n, n }, g.ab_dtype)
-  local k = g.kernel:with{ cache = false, use_ptxas = true }
   local t0 = cute.now_us()
-  local launch, ta, mA, tb, mB, c, al, be = g.args(A, A, cute.zeros({ n, n }, g.c_dtype), 1, 0)
-  local r = k:compile(ta, mA, tb, mB, c, al, be)
+  local k, _, ta, mA, tb, mB, c, al, be = g.args(A, A, cute.zeros({ n, n }, g.c_dtype), 1, 0)
+  local r = k:with{ cache = false, use_ptxas = true }:compile(ta, mA, tb, mB, c, al, be)
   local ms = (cute.now_us() - t0) / 1e3
   A:free()
   return ms, r

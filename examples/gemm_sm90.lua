@@ -45,10 +45,21 @@ local function make_gemm(cfg)
   local KB = BK / MMA_K                     -- wgmma k-blocks per k-tile
   local CM = cfg.cluster_m or 2             -- CTAs per cluster, along M (B is multicast)
   local GROUP = cfg.group or 8
-  local stage_bytes = (BM + BN) * BK * ab.size
-  local STAGES = cfg.stages or math.min(8, math.floor((SMEM_LIMIT - 1024) / stage_bytes))
   assert(BN == 128 or BN == 256, "gemm_sm90: bn must be 128 or 256")
-  assert(STAGES >= 2 and STAGES * stage_bytes + 1024 <= SMEM_LIMIT,
+  -- the epilogue's staging tile: 128 rows of EPI_N columns (128 bytes of C's type),
+  -- rows padded by 16 bytes (bank-conflict-free register writes); the chunks of a tile
+  -- alias it (stride 0), so thr_mma:partition_C gives every accumulator its place
+  local EPI_N = 128 / c_dtype.size
+  local NCH = BN / EPI_N
+  local EP = EPI_N + 16 / c_dtype.size
+  local V = 16 / c_dtype.size                 -- elements per 16-byte run
+  local RUN_PER_ROW = EPI_N / V
+  local RUNS = BM * RUN_PER_ROW / 256         -- runs per consumer thread per chunk
+  local sC_layout = cute.make_layout({ BM, { EPI_N, NCH } }, { EP, { 1, 0 } })
+  local stage_bytes = (BM + BN) * BK * ab.size
+  local other_bytes = BM * EP * c_dtype.size + 16 * 8 + 1024  -- staging tile, mbarriers, alignment
+  local STAGES = cfg.stages or math.min(8, math.floor((SMEM_LIMIT - other_bytes) / stage_bytes))
+  assert(STAGES >= 2 and STAGES * stage_bytes + other_bytes <= SMEM_LIMIT,
     ("gemm_sm90: %d stages of %d bytes do not fit in shared memory"):format(STAGES, stage_bytes))
   local THREADS = 384                       -- producer warpgroup + two consumer warpgroups
   local PRODUCER_REGS, CONSUMER_REGS = 40, 232
@@ -64,16 +75,6 @@ local function make_gemm(cfg)
   local cp = cute.nvgpu.cpasync
   local pl = cute.pipeline
 
-  -- the epilogue's staging tile: 128 rows of EPI_N columns (128 bytes of C's type),
-  -- rows padded by 16 bytes (bank-conflict-free register writes); the chunks of a tile
-  -- alias it (stride 0), so thr_mma:partition_C gives every accumulator its place
-  local EPI_N = 128 / c_dtype.size
-  local NCH = BN / EPI_N
-  local EP = EPI_N + 16 / c_dtype.size
-  local V = 16 / c_dtype.size                 -- elements per 16-byte run
-  local RUN_PER_ROW = EPI_N / V
-  local RUNS = BM * RUN_PER_ROW / 256         -- runs per consumer thread per chunk
-  local sC_layout = cute.make_layout({ BM, { EPI_N, NCH } }, { EP, { 1, 0 } })
   local st_atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), c_dtype, { num_bits_per_copy = 128 })
 
   -- wide: C's rows are 16-byte aligned (N a multiple of V, strides promised divisible);
@@ -277,6 +278,9 @@ local function make_gemm(cfg)
   end
   local max_clusters
   local function check_k(A, level)
+    if A.shape[1] < 1 or A.shape[2] < 1 then
+      error(("gemm_sm90: A is %d x %d: M and K must be positive"):format(A.shape[1], A.shape[2]), level)
+    end
     if A.shape[2] % (16 / ab.size) ~= 0 then
       error(("gemm_sm90: K = %d is not a multiple of %d (TMA needs 16-byte row strides)"):format(A.shape[2],
         16 / ab.size), level)

@@ -32,7 +32,7 @@ end
 
 -- compile the kernel gemm.args picks for tensor specs (no GPU: 66 clusters, an H100's)
 local function compile(g, ab, c_dtype, beta)
-  local A, B = cute.tensor_spec({ 1000, 520 }, ab), cute.tensor_spec({ 1030, 520 }, ab)
+  local A, B = cute.tensor_spec({ 1000, 512 }, ab), cute.tensor_spec({ 1030, 512 }, ab)
   local k, _, ta, mA, tb, mB, c, al, be = g.args(A, B, cute.tensor_spec({ 1000, 1032 }, c_dtype), 1, beta or 0, 66)
   k = k:with{ arch = "sm_90a", use_ptxas = PTXAS, cache = false }
   local t0 = cute.now_us()
