@@ -18,8 +18,11 @@
 -- * Clusters of 2 x 1 CTAs along M: the two CTAs need the same B tile, so each loads half
 --   of it and the TMA multicasts it into both CTAs' shared memory (mcast mask 0b11); the
 --   consumers release a stage on both CTAs' "empty" barriers.
--- * Epilogue: alpha * acc (+ beta * C) converted to C's type, stored from the registers;
---   tiles on the matrix's edge store under an identity-tensor predicate.
+-- * Epilogue (while the producer already loads the next tile): 64 columns at a time, each
+--   consumer thread writes alpha * acc (+ beta * C) in C's type into a shared staging tile
+--   (its chunks alias one buffer through a stride-0 mode, so thr_mma:partition_C places
+--   every accumulator); after a named barrier over the 256 consumer threads each stores
+--   16-byte runs of rows to C, predicated per run on the matrix's edge.
 -- Shapes are run-time values (one compile serves every M, N, K): M and N are any sizes,
 -- K a multiple of 16 bytes (TMA's global strides), checked at the launch.
 --   cuteluajit examples/gemm_sm90.lua [M] [N] [K]       (env BN=128|256, STAGES, CLUSTER=1|2)
@@ -45,7 +48,8 @@ local function make_gemm(cfg)
   local KB = BK / MMA_K                     -- wgmma k-blocks per k-tile
   local CM = cfg.cluster_m or 2             -- CTAs per cluster, along M (B is multicast)
   local GROUP = cfg.group or 8
-  assert(BN == 128 or BN == 256, "gemm_sm90: bn must be 128 or 256")
+  if BN ~= 128 and BN ~= 256 then error(("gemm_sm90: bn = %s: must be 128 or 256"):format(tostring(BN)), 2) end
+  if CM ~= 1 and CM ~= 2 then error(("gemm_sm90: cluster_m = %s: must be 1 or 2"):format(tostring(CM)), 2) end
   -- the epilogue's staging tile: 128 rows of EPI_N columns (128 bytes of C's type),
   -- rows padded by 16 bytes (bank-conflict-free register writes); the chunks of a tile
   -- alias it (stride 0), so thr_mma:partition_C gives every accumulator its place
@@ -59,8 +63,10 @@ local function make_gemm(cfg)
   local stage_bytes = (BM + BN) * BK * ab.size
   local other_bytes = BM * EP * c_dtype.size + 16 * 8 + 1024  -- staging tile, mbarriers, alignment
   local STAGES = cfg.stages or math.min(8, math.floor((SMEM_LIMIT - other_bytes) / stage_bytes))
-  assert(STAGES >= 2 and STAGES * stage_bytes + other_bytes <= SMEM_LIMIT,
-    ("gemm_sm90: %d stages of %d bytes do not fit in shared memory"):format(STAGES, stage_bytes))
+  if STAGES < 2 or STAGES * stage_bytes + other_bytes > SMEM_LIMIT then
+    error(("gemm_sm90: stages = %d: %d stages of %d bytes and %d bytes of staging and barriers do not fit in " ..
+      "%d bytes of shared memory"):format(STAGES, STAGES, stage_bytes, other_bytes, SMEM_LIMIT), 2)
+  end
   local THREADS = 384                       -- producer warpgroup + two consumer warpgroups
   local PRODUCER_REGS, CONSUMER_REGS = 40, 232
 
