@@ -265,6 +265,7 @@ local function raw_kernel(spec, nacc, acc_dtype, a_regs)
     mma(acc, a, da, tid > 0)
     cute.nvgpu.warpgroup.commit_group()
     cute.nvgpu.warpgroup.wait_group(0)
+    cute.nvgpu.warpgroup.fence_operand(acc)
     for i = 0, nacc - 1 do D[tid * nacc + i] = acc[i] end
   end, { name = "raw_wgmma" })
 end
@@ -351,10 +352,50 @@ describe("cute.gemm on warpgroup tiled MMAs", function()
     end)
   end
 
-  it("the block-size check: a device assertion at get_slice, once per kernel", function()
-    local c = { kind = "bf16", n = 64, k = 64, bk = 64 }
-    local ir = wgg.kernel(c):with({ arch = "sm_90a" }):ir(wgg.specs(c))
-    assert.are.equal(1, count(ir, "whole warpgroups %(a multiple of 128 threads%) and hold the 128 threads"), ir)
+  it("the block size: checked at every launch (whole warpgroups, at least the tiled MMA's), no device code", function()
+    local K = require("cute.kernel")
+    local launches = {}
+    local driver = {
+      available = function() return true end,
+      cute_cuda_module_load = function(_, _, _, out) out[0] = ffi.cast("void*", 4096); return 0 end,
+      cute_cuda_module_get_function = function(_, _, out) out[0] = ffi.cast("void*", 4097); return 0 end,
+      cute_cuda_module_unload = function() return 0 end,
+      cute_cuda_launch = function(_, _, _, _, bx, by, bz)
+        launches[#launches + 1] = bx * by * bz
+        return 0
+      end,
+      cute_cuda_func_set_max_dynamic_smem = function() return 0 end,
+      cute_cuda_get_device = function(out) out[0] = 0; return 0 end,
+      cute_cuda_set_device = function() return 0 end,
+    }
+    K._use_driver(driver)
+    local ok, err = pcall(function()
+      local function dev(ptr, m, n, dt) return { ptr = ptr, shape = { m, n }, strides = { n, 1 }, dtype = dt } end
+      for _, c in ipairs({ { kind = "bf16", n = 64, k = 64, bk = 64 }, { kind = "bf16", n = 64, k = 64, bk = 64, wg_m = 2 } }) do
+        local k, tm = wgg.kernel(c)
+        k = k:with({ arch = "sm_90a", use_ptxas = false })
+        local A, B, Cm = dev(4096, 64 * (c.wg_m or 1), 64, bf16), dev(65536, 64, 64, bf16), dev(131072, 64 * (c.wg_m or 1), 64, f32)
+        k:launch{ grid = 1, block = tm.size }(A, B, Cm)
+        k:launch{ grid = 1, block = tm.size }(A, B, Cm) -- (the fast path)
+        k:launch{ grid = 1, block = { 128, 3 } }(A, B, Cm) -- 384: a producer warpgroup besides
+        assert.are.same({ tm.size, tm.size, 384 }, { launches[#launches - 2], launches[#launches - 1], launches[#launches] })
+        local n = #launches
+        for _, blk in ipairs({ 96, 160, c.wg_m == 2 and 128 or 64 }) do
+          for _ = 1, 2 do -- the first launch of a configuration and a repeated one
+            local e = util.err_of(function() k:launch{ grid = 1, block = blk }(A, B, Cm) end)
+            assert.truthy(has(e, ("a block of %d threads"):format(blk)), e)
+            assert.truthy(has(e, ("needs a multiple of 128 threads, at least %d"):format(tm.size)), e)
+            assert.truthy(has(e, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"), e)
+          end
+        end
+        assert.are.equal(n, #launches)
+        -- no device code for it: no vprintf call (it would make ptxas serialize the wgmmas)
+        local ptx = k:compile(wgg.specs(c)).ptx
+        assert.falsy(has(ptx, "vprintf"), "a call in the kernel")
+      end
+    end)
+    K._use_driver(nil)
+    assert(ok, err)
   end)
 
   it("errors: sm_80, accumulate false outside the loop, wrong fragments", function()
@@ -395,5 +436,77 @@ describe("cute.gemm on warpgroup tiled MMAs", function()
     util.expect_error(function() tm:set("scale_a", true) end, "unknown field \"scale_a\"")
     local warp = cute.make_tiled_mma(cute.nvgpu.warp.MmaF16BF16Op(bf16, f32, { 16, 8, 16 }), { 1, 1, 1 })
     util.expect_error(function() warp:set("accumulate", true) end, "fields are for warpgroup MMAs")
+  end)
+end)
+
+-- A model of how wgmma reads a canonical shared-memory tile (PTX ISA,
+-- "Shared Memory Matrix Layout"): from a descriptor's start address, LBO and
+-- SBO, element (mn, k) of the instruction's MN x K tile is at a byte address
+-- that the hardware then swizzles (Swizzle<B,4,3> on the address: bits 7..
+-- xor'ed into bits 4..).  For whole multistage tiles, every k-block's and
+-- stage's descriptor (start = the pre-swizzle offset of its first element, as
+-- make_fragment_A/B steps it) must reach exactly the byte where the smem
+-- layout stores each element.
+describe("wgmma descriptors against a model of the hardware's reads", function()
+  local lay = require("cute.layout")
+  local ten = require("cute.tensor")
+  local wgm = require("cute.wgmma")
+  local function model(lt, lbo, sbo, start, major, mn, k, eb)
+    local B = ({ INTERLEAVE = 0, SW32 = 1, SW64 = 2, SW128 = 3 })[lt]
+    local RW = 16 * 2 ^ B
+    local a
+    if major == "K" then
+      local kb = k * eb
+      if B == 0 then a = start + (mn % 8) * 16 + math.floor(mn / 8) * sbo + kb % 16 + math.floor(kb / 16) * lbo
+      else a = start + (mn % 8) * RW + math.floor(mn / 8) * sbo + kb end
+    else
+      local b = mn * eb
+      if B == 0 then a = start + b % 16 + math.floor(b / 16) * sbo + (k % 8) * 16 + math.floor(k / 8) * lbo
+      else a = start + b % RW + math.floor(b / RW) * lbo + (k % 8) * RW + math.floor(k / 8) * sbo end
+    end
+    return lay.swizzle(B, 4, 3, a)
+  end
+  -- sL: an (MN, K, stages) smem layout of eb-byte elements; KE: the instruction's K
+  local function check(sL, major, MN, K, stages, eb, KE)
+    local sw = ten.composed_parts(sL)
+    local L = lay.inner_layout(sL)
+    local function phys(mn, k, s) return lay.swizzle(sw[1], sw[2], sw[3], L(mn, k, s)) * eb end
+    for s = 0, stages - 1 do
+      for kb = 0, K / KE - 1 do
+        local origin = L(0, kb * KE, s)
+        local lt, lbo, sbo = wgm.canonical(function(i) return L(i % MN, kb * KE + math.floor(i / MN), s) - origin end,
+          MN, KE, eb, sw, major, "check", function() return tostring(sL) end)
+        for k = 0, KE - 1 do
+          for mn = 0, MN - 1 do
+            local want = phys(mn, kb * KE + k, s)
+            local got = model(lt, lbo, sbo, origin * eb, major, mn, k, eb)
+            if got ~= want then
+              error(("%s (%s-major, %s): stage %d k-block %d element (%d,%d): the descriptor reads byte %d, the " ..
+                "layout stores it at %d"):format(tostring(sL), major, lt, s, kb, mn, k, got, want))
+            end
+          end
+        end
+      end
+    end
+  end
+
+  it("bf16 K-major and MN-major, every swizzle, two stages, several k-blocks", function()
+    for _, kind in ipairs({ "SW128", "SW64", "SW32", "INTER" }) do
+      check(tile("K_" .. kind, { 64, 64, 2 }, { 1, 2, 3 }), "K", 64, 64, 2, 2, 16)
+      check(tile("K_" .. kind, { 128, 128, 2 }, { 1, 2, 3 }), "K", 128, 128, 2, 2, 16)
+      check(tile("MN_" .. kind, { 128, 64, 2 }, { 2, 1, 3 }), "MN", 128, 64, 2, 2, 16)
+      check(tile("MN_" .. kind, { 64, 32, 2 }, { 1, 2, 3 }), "MN", 64, 32, 2, 2, 16)
+    end
+    check(cute.sm90_utils.make_smem_layout_b("MN", { 64, 256, 64 }, bf16, 3), "MN", 256, 64, 3, 2, 16)
+    check(cute.sm90_utils.make_smem_layout_a("K", { 128, 256, 64 }, bf16, 3), "K", 128, 64, 3, 2, 16)
+  end)
+
+  it("tf32 (k8) and 8-bit (k32) K-major tiles", function()
+    for _, kind in ipairs({ "SW128", "SW64", "SW32" }) do
+      check(cute.tile_to_shape(cute.make_smem_layout_atom("K_" .. kind, f32), { 64, 32, 2 }, { 1, 2, 3 }), "K", 64, 32,
+        2, 4, 8)
+      check(cute.tile_to_shape(cute.make_smem_layout_atom("K_" .. kind, cute.int8), { 64, 128, 2 }, { 1, 2, 3 }), "K",
+        64, 128, 2, 1, 32)
+    end
   end)
 end)
