@@ -207,6 +207,7 @@ local function make_gemm(cfg)
           release:advance()
         end
         wg.wait_group(0)
+        wg.fence_operand(acc)                                -- the epilogue reads acc after the wait
         pipe:consumer_release(release)
         release:advance()
 
@@ -295,7 +296,7 @@ local function make_gemm(cfg)
   local lib = { kernel = kernel_for(true, false), kernel_for = kernel_for, tiled_mma = tiled_mma, tma_of = tma_of,
     ab_dtype = ab, c_dtype = c_dtype, check_k = check_k,
     cfg = { bm = BM, bn = BN, bk = BK, kblocks = KB, stages = STAGES, threads = THREADS, cluster_m = CM,
-            group = GROUP, epi_n = EPI_N } }
+            group = GROUP, epi_n = EPI_N, epi_row = EP, staging_layout = sC_layout } }
   -- the kernel for A, B, C, alpha, beta, its launch configuration and its arguments
   -- (clusters: how many run at once; default the SMs / CM of the current device)
   function lib.args(A, B, Cm, alpha, beta, clusters)

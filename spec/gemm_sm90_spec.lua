@@ -86,6 +86,40 @@ describe("examples/gemm_sm90.lua (no GPU)", function()
     end)
   end
 
+  for _, cfg in ipairs({ { bn = 256 }, { bn = 128, c_dtype = cute.float32 } }) do
+    it(("the epilogue's staging tile (BN %d, %s out): each chunk's accumulators fill it once, at their coordinates")
+      :format(cfg.bn, (cfg.c_dtype or bf16).name), function()
+      local g = m.make_gemm(cfg)
+      local c = g.cfg
+      local EPI_N, EP, BN = c.epi_n, c.epi_row, c.bn
+      local seen, checked = {}, 0
+      local k = cute.kernel(function(X)
+        local buf = cute.make_shared_tensor(cute.make_layout(128 * EP), g.c_dtype)
+        local sC = cute.make_tensor(buf, c.staging_layout)
+        local crd0 = g.tiled_mma:get_slice(0):partition_C(cute.make_identity_tensor({ 128, BN }))
+        for t = 0, 255 do
+          local thr = g.tiled_mma:get_slice(t)
+          local crd, st = thr:partition_C(cute.make_identity_tensor({ 128, BN })), thr:partition_C(sC)
+          local L = cute.make_layout(st.layout.shape, st.layout.stride)
+          for e = 0, cute.size(crd) - 1 do
+            local r, col = crd[e][1], crd[e][2]
+            local ch = math.floor(col / EPI_N)
+            -- the example's chunk of e, from thread 0's column
+            assert.are.equal(ch, math.floor(crd0[e][2] / EPI_N))
+            local off = st.off + L(e)
+            assert.are.equal(r * EP + col % EPI_N, off)
+            local key = ch * 1e6 + off
+            assert.is_nil(seen[key], "two accumulators on one staging element")
+            seen[key] = true
+            checked = checked + 1
+          end
+        end
+      end, { arch = "sm_90a" })
+      k:ir(cute.tensor_spec({ 4 }, cute.float32))
+      assert.are.equal(128 * BN, checked)
+    end)
+  end
+
   it("f16 in, f16 out", function()
     local g = m.make_gemm{ ab_dtype = cute.float16, c_dtype = cute.float16, bn = 128 }
     local r = compile(g, cute.float16, cute.float16)
