@@ -284,24 +284,43 @@ local function make_gemm(cfg)
     return per[which .. key][1], per[which .. key][2]
   end
   local max_clusters
-  local function check_k(A, level)
-    if A.shape[1] < 1 or A.shape[2] < 1 then
-      error(("gemm_sm90: A is %d x %d: M and K must be positive"):format(A.shape[1], A.shape[2]), level)
+  -- the operands' checks: errors at the line that called args / launch (error level 4:
+  -- fail, check_args, args or launch, their caller)
+  local function check_args(A, B, Cm)
+    local function fail(fmt, ...) error(("gemm_sm90: " .. fmt):format(...), 4) end
+    for _, x in ipairs({ { "A", A, ab }, { "B", B, ab }, { "C", Cm, c_dtype } }) do
+      local name, T, dtype = x[1], x[2], x[3]
+      if type(T) ~= "table" or type(T.shape) ~= "table" or #T.shape ~= 2 then
+        fail("%s must be a 2-D tensor, got %s", name, tostring(T))
+      end
+      if T.dtype ~= dtype then
+        fail("%s holds %s; this GEMM takes %s", name, tostring(T.dtype and T.dtype.name), dtype.name)
+      end
+      local st = T.strides or { T.shape[2], 1 }
+      if st[2] ~= 1 then
+        fail("%s (%d x %d, strides %d, %d) must be row-major (K-major for A and B: TMA loads rows)", name,
+          T.shape[1], T.shape[2], st[1], st[2])
+      end
     end
-    if A.shape[2] % (16 / ab.size) ~= 0 then
-      error(("gemm_sm90: K = %d is not a multiple of %d (TMA needs 16-byte row strides)"):format(A.shape[2],
-        16 / ab.size), level)
+    local m, k, n = A.shape[1], A.shape[2], B.shape[1]
+    if m < 1 or k < 1 or n < 1 then fail("sizes M = %d, N = %d, K = %d must be positive", m, n, k) end
+    if B.shape[2] ~= k then fail("A is %d x %d and B %d x %d: their K differ", m, k, n, B.shape[2]) end
+    if Cm.shape[1] ~= m or Cm.shape[2] ~= n then
+      fail("C is %d x %d; A B^T is %d x %d", Cm.shape[1], Cm.shape[2], m, n)
+    end
+    if k % (16 / ab.size) ~= 0 then
+      fail("K = %d is not a multiple of %d (TMA needs 16-byte row strides)", k, 16 / ab.size)
     end
   end
   local lib = { kernel = kernel_for(true, false), kernel_for = kernel_for, tiled_mma = tiled_mma, tma_of = tma_of,
-    ab_dtype = ab, c_dtype = c_dtype, check_k = check_k,
+    ab_dtype = ab, c_dtype = c_dtype,
     cfg = { bm = BM, bn = BN, bk = BK, kblocks = KB, stages = STAGES, threads = THREADS, cluster_m = CM,
             group = GROUP, epi_n = EPI_N, epi_row = EP, staging_layout = sC_layout } }
   -- the kernel for A, B, C, alpha, beta, its launch configuration and its arguments
   -- (clusters: how many run at once; default the SMs / CM of the current device)
   function lib.args(A, B, Cm, alpha, beta, clusters)
+    check_args(A, B, Cm)
     local m, n = A.shape[1], B.shape[1]
-    check_k(A, 3)
     if not clusters then
       max_clusters = max_clusters or math.floor(cute.device().sm_count / CM)
       clusters = max_clusters
@@ -317,7 +336,7 @@ local function make_gemm(cfg)
       cute.Float32(alpha), cute.Float32(beta)
   end
   function lib.launch(A, B, Cm, alpha, beta)
-    check_k(A, 3)
+    check_args(A, B, Cm)
     local k, cfg, ta, mA, tb, mB, c, al, be = lib.args(A, B, Cm, alpha, beta)
     return k:launch(cfg)(ta, mA, tb, mB, c, al, be)
   end

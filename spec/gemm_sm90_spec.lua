@@ -31,9 +31,10 @@ local function count(s, pat)
 end
 
 -- compile the kernel gemm.args picks for tensor specs (no GPU: 66 clusters, an H100's)
-local function compile(g, ab, c_dtype, beta)
-  local A, B = cute.tensor_spec({ 1000, 512 }, ab), cute.tensor_spec({ 1030, 512 }, ab)
-  local k, _, ta, mA, tb, mB, c, al, be = g.args(A, B, cute.tensor_spec({ 1000, 1032 }, c_dtype), 1, beta or 0, 66)
+local function compile(g, ab, c_dtype, beta, n)
+  n = n or 1032
+  local A, B = cute.tensor_spec({ 1000, 512 }, ab), cute.tensor_spec({ n, 512 }, ab)
+  local k, _, ta, mA, tb, mB, c, al, be = g.args(A, B, cute.tensor_spec({ 1000, n }, c_dtype), 1, beta or 0, 66)
   k = k:with{ arch = "sm_90a", use_ptxas = PTXAS, cache = false }
   local t0 = cute.now_us()
   local r = k:compile(ta, mA, tb, mB, c, al, be)
@@ -120,17 +121,40 @@ describe("examples/gemm_sm90.lua (no GPU)", function()
     end)
   end
 
+  it("the kernels for beta ~= 0 and for C rows that are not 16-byte aligned assemble", function()
+    local g = m.make_gemm{ bn = 256 }
+    for _, v in ipairs({ { 0.5, 1032, "_beta" }, { 0, 1030, "_narrow" }, { 0.5, 1030, "_narrow_beta" } }) do
+      local r = compile(g, bf16, bf16, v[1], v[2])
+      assert.is_true(has(r.ptx, ".entry gemm_sm90_bfloat16_n256" .. v[3]))
+      assert.are.equal(8, count(r.ptx, "wgmma%.mma_async%.sync"))
+      -- the beta kernels read C; only the narrow one writes element by element
+      assert.are.equal(v[1] ~= 0, has(r.ptx, "ld.global"))
+      assert.are.equal(v[2] % 8 == 0, has(r.ptx, "st.global.v4"))
+      if PTXAS and v[3] ~= "_narrow_beta" then assert.are.equal(0, r.info.spill_stores or 0) end
+    end
+  end)
+
   it("f16 in, f16 out", function()
     local g = m.make_gemm{ ab_dtype = cute.float16, c_dtype = cute.float16, bn = 128 }
     local r = compile(g, cute.float16, cute.float16)
     check_ptx(r, g, "m64n128k16%.f32%.f16%.f16")
   end)
 
-  it("K must give 16-byte rows (TMA): an error at the caller's line", function()
+  it("bad operands: errors at the caller's line naming the operand and the value", function()
     local g = m.make_gemm{ bn = 128 }
-    local A, B = cute.tensor_spec({ 64, 36 }, bf16), cute.tensor_spec({ 64, 36 }, bf16)
-    util.expect_error(function() g.args(A, B, cute.tensor_spec({ 64, 64 }, bf16), 1, 0) end,
+    local S = function(r, c, d, st) return cute.tensor_spec({ r, c }, d or bf16, st) end
+    util.expect_error(function() g.args(S(64, 36), S(64, 36), S(64, 64), 1, 0, 66) end,
       "gemm_sm90", "K = 36", "multiple of 8")
+    util.expect_error(function() g.launch(S(64, 64), S(64, 72), S(64, 64), 1, 0) end,
+      "gemm_sm90", "A is 64 x 64 and B 64 x 72: their K differ")
+    util.expect_error(function() g.args(S(64, 64), S(32, 64), S(64, 64), 1, 0, 66) end,
+      "gemm_sm90", "C is 64 x 64; A B^T is 64 x 32")
+    util.expect_error(function() g.args(S(64, 64, cute.float16), S(32, 64), S(64, 32), 1, 0, 66) end,
+      "gemm_sm90", "A holds float16; this GEMM takes bfloat16")
+    util.expect_error(function() g.args(S(64, 64, bf16, { 1, 64 }), S(32, 64), S(64, 32), 1, 0, 66) end,
+      "gemm_sm90", "A (64 x 64, strides 1, 64) must be row-major")
+    util.expect_error(function() m.make_gemm{ bn = 192 } end, "gemm_sm90: bn = 192: must be 128 or 256")
+    util.expect_error(function() m.make_gemm{ bn = 256, stages = 5 } end, "gemm_sm90: stages = 5")
   end)
 end)
 
