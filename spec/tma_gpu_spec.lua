@@ -81,6 +81,35 @@ describe("TMA on the GPU", function()
     end
   end)
 
+  gpu_it("MN-major (M-contiguous) bf16 tiles from MN_SW128 atoms: 16 boxes (M first) and 2 boxes (K first)", function()
+    if not hopper() then return pending("needs sm_90") end
+    local TK = dofile("spec/support/tma_kernels.lua")
+    local M, K = 256, 128
+    local B, refT = rand_bf16(K, M) -- row-major K x M: A(m, k) = B(k, m), m contiguous
+    local A = { ptr = B.ptr, shape = { M, K }, strides = { 1, M }, dtype = B.dtype }
+    local atomL = cute.make_smem_layout_atom(cute.SmemLayoutAtomKind.MN_SW128, cute.bfloat16)
+    for _, order in ipairs({ { 1, 2 }, { 2, 1 } }) do
+      local sMN = cute.tile_to_shape(atomL, { 128, 64 }, order)
+      local atom, mA = cp.make_tiled_tma_atom(cp.CopyBulkTensorTileG2SOp(), A, sMN, { 128, 64 })
+      assert.are.equal(order[1] == 1 and 16 or 2, atom.args.boxes)
+      local Out = filled(M, K, -3)
+      TK.tile_copy(sMN, 128, 64):launch{ grid = { 2, 2, 1 }, block = 128 }(atom, mA, Out)
+      cute.synchronize()
+      local got = Out:to_table()
+      local bad = 0
+      for i = 0, M - 1 do
+        for j = 0, K - 1 do
+          local want, g = refT[j * M + i + 1], got[i * K + j + 1]
+          if g ~= want then
+            bad = bad + 1
+            if bad <= 5 then print(("order {%d,%d} (%d,%d): got %s want %s"):format(order[1], order[2], i, j, g, want)) end
+          end
+        end
+      end
+      assert.are.equal(0, bad)
+    end
+  end)
+
   gpu_it("a store round trip and a reduce-add store clip the residue tile", function()
     if not hopper() then return pending("needs sm_90") end
     local M, K = 200, 160

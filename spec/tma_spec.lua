@@ -416,21 +416,17 @@ describe("TMA in kernels", function()
     assert(has(r1.ptx, "cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes"), r1.ptx)
   end)
 
-  it("an MN-major tile issues one instruction per box", function()
-    local mn = cute.tile_to_shape(cute.make_smem_layout_atom(K.MN_SW128, cute.bfloat16), { 128, 64 }, { 1, 2 })
+  it("an MN-major tile issues one instruction per box: 16 tiled M first, 2 tiled K first", function()
+    local TK = dofile("spec/support/tma_kernels.lua")
     local At = cute.tensor_spec({ 256, 128 }, cute.bfloat16, { 1, 256 })
-    local atom, mA = cp.make_tiled_tma_atom(G2S, At, mn, { 128, 64 })
-    local k = cute.kernel(function(atom, mA, out)
-      local sA = cute.make_shared_tensor(mn, cute.bfloat16)
-      local bar = cute.make_shared_tensor(cute.make_layout(1), cute.int64, 8)
-      local gA = cute.local_tile(mA, { 128, 64 }, { 1, 1 })
-      cute.copy(atom, gA, sA, { tma_bar_ptr = bar })
-      out[cute.arch.thread_idx()] = sA[{ 0, 0 }]
-    end, { arch = "sm_90a" })
-    local r = compile(k, atom, mA, O)
-    local n = 0
-    for _ in r.ptx:gmatch("cp%.async%.bulk%.tensor%.2d") do n = n + 1 end
-    assert.are.equal(16, n)
+    for _, c in ipairs({ { { 1, 2 }, 16 }, { { 2, 1 }, 2 } }) do
+      local mn = cute.tile_to_shape(cute.make_smem_layout_atom(K.MN_SW128, cute.bfloat16), { 128, 64 }, c[1])
+      local atom, mA = cp.make_tiled_tma_atom(G2S, At, mn, { 128, 64 })
+      local r = compile(TK.tile_copy(mn, 128, 64), atom, mA, cute.tensor_spec({ 256, 128 }, cute.bfloat16))
+      local n = 0
+      for _ in r.ptx:gmatch("cp%.async%.bulk%.tensor%.2d") do n = n + 1 end
+      assert.are.equal(c[2], n)
+    end
   end)
 
   it("a TMA producer warp feeding consumer warps through PipelineTmaAsync (traced stage and k)", function()

@@ -73,7 +73,13 @@ describe("warpgroup MMA on the GPU", function()
     for _, n in ipairs({ 8, 64, 128, 256 }) do
       run({ kind = "bf16", n = n, k = 128, bk = 64 })
       run({ kind = "bf16", n = n, k = 128, bk = 64, b_major = "MN" })
+      run({ kind = "bf16", n = n, k = 192, bk = 64, stages = 2 }) -- stage kt % 2: traced descriptor offsets
     end
+  end)
+
+  gpu_it("bf16, the first k-tile peeled with accumulate = false over a C of 3s", function()
+    run({ kind = "bf16", n = 128, k = 192, bk = 64, peel = true })
+    run({ kind = "int8", n = 64, k = 256, bk = 128, peel = true })
   end)
 
   gpu_it("bf16, two warpgroups along M; A MN-major too", function()
@@ -105,7 +111,7 @@ describe("warpgroup MMA on the GPU", function()
   end)
 
   gpu_it("A from registers: bf16, f16, tf32, int8", function()
-    run({ kind = "bf16", n = 64, k = 128, bk = 64, a_src = "rmem" })
+    run({ kind = "bf16", n = 64, k = 128, bk = 64, a_src = "rmem", stages = 2 })
     run({ kind = "bf16", n = 256, k = 64, bk = 64, a_src = "rmem", wg_m = 2, b_major = "MN" })
     run({ kind = "f16", n = 128, k = 64, bk = 64, a_src = "rmem" })
     run({ kind = "tf32", n = 8, k = 64, bk = 32, a_src = "rmem" })

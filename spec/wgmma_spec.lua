@@ -211,6 +211,16 @@ describe("warpgroup MMA atoms", function()
     end)
   end)
 
+  it("16-bit: accumulator values 8 kb .. 8 kb + 7 are the A-in-register values of k-block kb", function()
+    local Lc = cute.make_mma_atom(wg.MmaF16BF16Op(bf16, f32, { 64, 64, 16 })).layout_C_tv
+    local La = cute.make_mma_atom(wg.MmaF16BF16Op(bf16, f32, { 64, 64, 16 }, { a_src = "rmem" })).layout_A_tv
+    for t = 0, 127 do
+      for kb = 0, 3 do
+        for j = 0, 7 do assert.are.equal(La(t, j) + 64 * 16 * kb, Lc(t, 8 * kb + j)) end
+      end
+    end
+  end)
+
   it("tiled over warpgroups: 128 threads each, the tile and the C layout of the second warpgroup", function()
     local tm = cute.make_tiled_mma(wg.MmaF16BF16Op(bf16, f32, { 64, 128, 16 }), { 2, 1, 1 })
     assert.are.equal(256, tm.size)
@@ -329,28 +339,45 @@ end)
 describe("cute.gemm on warpgroup tiled MMAs", function()
   local cases = {
     { kind = "bf16", n = 256, k = 128, bk = 64 },                     -- 64 x 256 f32: 128 accumulators per thread
-    { kind = "bf16", n = 128, k = 128, bk = 64, b_major = "MN" },
+    { kind = "bf16", n = 128, k = 128, bk = 64, b_major = "MN", stages = 2 },  -- stage kt % 2: traced offsets
     { kind = "bf16", n = 128, k = 64, bk = 64, wg_m = 2, a_major = "MN", b_major = "MN" },
     { kind = "f16acc", n = 64, k = 64, bk = 64 },
     { kind = "tf32", n = 64, k = 64, bk = 32 },
     { kind = "e4m3", n = 8, k = 128, bk = 128 },
     { kind = "int8", n = 64, k = 128, bk = 128 },
-    { kind = "bf16", n = 64, k = 128, bk = 64, a_src = "rmem" },
+    { kind = "bf16", n = 64, k = 192, bk = 64, peel = true },
+    { kind = "bf16", n = 64, k = 128, bk = 64, a_src = "rmem", stages = 3 },
     { kind = "int8", n = 32, k = 64, bk = 64, a_src = "rmem" },
     { kind = "tf32", n = 8, k = 32, bk = 32, a_src = "rmem" },
   }
   for _, c in ipairs(cases) do
-    it(("%s N = %d, %d warpgroup(s), A %s-major from %s, B %s-major: one wgmma per k-block, ptxas sm_90a, 0 spills")
-      :format(c.kind, c.n, c.wg_m or 1, c.a_major or "K", c.a_src or "smem", c.b_major or "K"), function()
+    it(("%s N = %d, %d warpgroup(s), A %s-major from %s, B %s-major, %d stage(s): one wgmma per k-block, ptxas " ..
+      "sm_90a, 0 spills"):format(c.kind, c.n, c.wg_m or 1, c.a_major or "K", c.a_src or "smem", c.b_major or "K",
+      c.stages or 1), function()
       local k = wgg.kernel(c)
       local r = build(k, wgg.specs(c))
       local kb = wgg.KINDS[c.kind].kb
-      assert.are.equal(c.bk / kb, count(r.ptx, "wgmma%.mma_async"), r.ptx)
+      assert.are.equal(c.bk / kb * (c.peel and 2 or 1), count(r.ptx, "wgmma%.mma_async"), r.ptx)
       assert.truthy(has(r.ptx, wgg.instruction(c)), wgg.instruction(c))
-      assert.are.equal(1, count(r.ptx, "wgmma%.wait_group%.sync%.aligned 0;"))
+      assert.are.equal(c.peel and 2 or 1, count(r.ptx, "wgmma%.wait_group%.sync%.aligned 0;"))
       if not PTXAS then pending("ptxas not found: PTX checked, not assembled") end
     end)
   end
+
+  it("accumulate = false (a Lua boolean) is scale-d 0 for the first k-block only; a traced flag is the predicate", function()
+    local c = { kind = "bf16", n = 64, k = 192, bk = 64, peel = true }
+    local ir = wgg.kernel(c):with({ arch = "sm_90a" }):ir(wgg.specs(c))
+    local scales = {}
+    for line in ir:gmatch("[^\n]*wgmma%.mma_async[^\n]*") do scales[#scales + 1] = line:match(", ([^,]-) str=") end
+    -- the peeled k-tile: 0 then 1, 1, 1; the loop: 1, 1, 1, 1 (set(true) before it)
+    assert.are.same({ "0:u32", "1:u32", "1:u32", "1:u32", "1:u32", "1:u32", "1:u32", "1:u32" }, scales)
+    local c2 = { kind = "bf16", n = 64, k = 128, bk = 64 }
+    ir = wgg.kernel(c2):with({ arch = "sm_90a" }):ir(wgg.specs(c2))
+    scales = {}
+    for line in ir:gmatch("[^\n]*wgmma%.mma_async[^\n]*") do scales[#scales + 1] = line:match(", ([^,]-) str=") end
+    assert.truthy(scales[1]:match("^%%%d+$"), scales[1]) -- kt > 0, converted to u32
+    assert.are.same({ "1:u32", "1:u32", "1:u32" }, { scales[2], scales[3], scales[4] })
+  end)
 
   it("the block size: checked at every launch (whole warpgroups, at least the tiled MMA's), no device code", function()
     local K = require("cute.kernel")

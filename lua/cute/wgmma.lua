@@ -583,7 +583,9 @@ function M.gemm(t, D, A, B, Cc)
           av = A[dcrd(A, m, k)]
         end
         local bv = B[dcrd(B, n, k)]
-        acc[key] = wg.issue(sp, text, cons, cv, av, bv, k == 0 and scale0 or true, what)
+        local scale = true
+        if k == 0 then scale = scale0 end -- (not `k == 0 and scale0 or true`: scale0 may be false)
+        acc[key] = wg.issue(sp, text, cons, cv, av, bv, scale, what)
       end
     end
   end

@@ -57,4 +57,29 @@ function K.rowsum(opts)
   end, opts or { arch = "sm_90a" })
 end
 
+-- one CTA per (bm, bk) tile: a TMA load of the tile into shared memory laid
+-- out as sL (any TMA-able layout: several boxes for some), then every thread
+-- copies its row of the tile through sL to Out (at the tile's place)
+function K.tile_copy(sL, BM, BK, opts)
+  return cute.kernel(function(atom, mA, Out)
+    local sA = cute.make_shared_tensor(sL, cute.bfloat16)
+    local bar = cute.make_shared_tensor(cute.make_layout(1), cute.int64, 8)
+    local tid = cute.arch.thread_idx()
+    local bm, bk = cute.arch.block_idx()
+    if tid == 0 then
+      cute.arch.mbarrier_init(bar, 1)
+      cute.arch.mbarrier_init_fence()
+    end
+    cute.arch.sync_threads()
+    if tid == 0 then
+      cute.arch.mbarrier_arrive_and_expect_tx(bar, atom.tx_bytes)
+      cute.copy(atom, cute.local_tile(mA, { BM, BK }, { bm, bk }), sA, { tma_bar_ptr = bar })
+    end
+    cute.arch.mbarrier_wait(bar, 0)
+    for c in cute.range(0, BK) do
+      Out[{ bm * BM + tid, bk * BK + c }] = sA[{ tid, c }]
+    end
+  end, opts or { arch = "sm_90a" })
+end
+
 return K

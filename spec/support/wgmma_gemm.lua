@@ -12,7 +12,8 @@ local wg = cute.nvgpu.warpgroup
 local M = {}
 
 -- cfg: kind ("bf16", "f16", "f16acc", "tf32", "e4m3", "e5m2", "int8", "uint8"), n, wg_m (1|2), k (total K),
--- bk, a_major, b_major, a_src
+-- bk, a_major, b_major, a_src, stages (k-tile kt goes to stage kt % stages: a traced descriptor offset),
+-- peel (the first k-tile outside the loop, accumulate = Lua false there)
 local KINDS = {
   bf16 = { ab = cute.bfloat16, acc = cute.float32, kb = 16 },
   f16 = { ab = cute.float16, acc = cute.float32, kb = 16 },
@@ -43,8 +44,9 @@ function M.kernel(cfg)
   local tm = cute.make_tiled_mma(M.op(cfg), { cfg.wg_m or 1, 1, 1 })
   local BM, BN, BK = 64 * (cfg.wg_m or 1), cfg.n, cfg.bk
   local KT = cfg.k / BK
-  local sAL = cute.sm90_utils.make_smem_layout_a(cfg.a_major or "K", { BM, BN, BK }, ab, 1)
-  local sBL = cute.sm90_utils.make_smem_layout_b(cfg.b_major or "K", { BM, BN, BK }, ab, 1)
+  local ST = cfg.stages or 1
+  local sAL = cute.sm90_utils.make_smem_layout_a(cfg.a_major or "K", { BM, BN, BK }, ab, ST)
+  local sBL = cute.sm90_utils.make_smem_layout_b(cfg.b_major or "K", { BM, BN, BK }, ab, ST)
   local nt = tm.size
   local rmem = cfg.a_src == "rmem"
   local k = cute.kernel(function(A, B, Cm)
@@ -53,38 +55,49 @@ function M.kernel(cfg)
     local sB = cute.make_dynamic_shared_tensor(sBL, ab)
     local thr = tm:get_slice(tid)
     local tCsA, tCsB = thr:partition_A(sA), thr:partition_B(sB)
-    local tCrA = tm:make_fragment_A(tCsA)
+    local tCrA = rmem and tm:make_fragment_A(tCsA[{ _, _, _, 0 }]) or tm:make_fragment_A(tCsA)
     local tCrB = tm:make_fragment_B(tCsB)
     local tCgC = thr:partition_C(Cm)
     local acc = tm:make_fragment_C(tCgC)
-    for kt in cute.range(KT) do
+    -- one k-tile: copy it in, then its k-blocks; first: a Lua boolean (peeled
+    -- first k-tile, accumulate set to a Lua false / true), or nil (traced kt > 0)
+    local function ktile(kt, first)
+      local stage = kt % ST
       for i in cute.range(BM * BK / nt) do
         local e = tid + i * nt
         local r, c = cute.div(e, BK), cute.rem(e, BK)
-        sA[{ r, c, 0 }] = A[{ r, kt * BK + c }]
+        sA[{ r, c, stage }] = A[{ r, kt * BK + c }]
       end
       for i in cute.range(BN * BK / nt) do
         local e = tid + i * nt
         local r, c = cute.div(e, BK), cute.rem(e, BK)
-        sB[{ r, c, 0 }] = B[{ r, kt * BK + c }]
+        sB[{ r, c, stage }] = B[{ r, kt * BK + c }]
       end
       cute.arch.sync_threads()
       -- the generic-proxy stores become visible to wgmma (the async proxy)
       cute.arch.asm(nil, "fence.proxy.async.shared::cta;", "~{memory}")
-      if rmem then cute.copy(tCsA, tCrA) end
-      tm:set("accumulate", kt > 0)
+      if rmem then cute.copy(tCsA[{ _, _, _, stage }], tCrA) end
+      if first == nil then tm:set("accumulate", kt > 0) else tm:set("accumulate", not first) end
       wg.fence()
       for kb = 0, BK / kd.kb - 1 do
-        cute.gemm(tm, acc, tCrA[{ _, _, kb, 0 }], tCrB[{ nil, nil, kb, 0 }], acc)
+        local a = rmem and tCrA[{ _, _, kb }] or tCrA[{ _, _, kb, stage }]
+        cute.gemm(tm, acc, a, tCrB[{ nil, nil, kb, stage }], acc)
         tm:set("accumulate", true)
       end
       wg.commit_group()
       wg.wait_group(0)
       cute.arch.sync_threads()
     end
+    if cfg.peel then
+      acc:fill(3) -- what the first wgmma (scale-d false) must ignore
+      ktile(0, true)
+      for kt in cute.range(1, KT) do ktile(kt, false) end
+    else
+      for kt in cute.range(KT) do ktile(kt) end
+    end
     cute.copy(acc, tCgC)
-  end, { name = ("wgmma_%s_n%d_wg%d_%s%s%s"):format(cfg.kind, cfg.n, cfg.wg_m or 1, cfg.a_major or "K",
-    cfg.b_major or "K", rmem and "_rs" or "") })
+  end, { name = ("wgmma_%s_n%d_wg%d_%s%s%s_s%d"):format(cfg.kind, cfg.n, cfg.wg_m or 1, cfg.a_major or "K",
+    cfg.b_major or "K", rmem and "_rs" or "", ST) .. (cfg.peel and "_peel" or "") })
   return k, tm
 end
 
