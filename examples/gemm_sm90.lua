@@ -214,16 +214,15 @@ local function make_gemm(cfg)
         -- epilogue, EPI_N columns at a time through the staging tile: the chunk's
         -- accumulators -> alpha acc (+ beta C) in C's type -> shared memory; then each
         -- consumer thread stores 16-byte runs of rows to C (under a predicate on the edge)
-        local tCcC, tCgC                                     -- (C's coordinates and values, to read it)
-        if with_beta then
-          tCcC, tCgC = thr_mma:partition_C(cute.local_tile(idC, { BM, BN }, { tm, tn })), thr_mma:partition_C(gC)
-        end
+        local tCcC                                           -- (C's coordinates, to read it)
+        if with_beta then tCcC = thr_mma:partition_C(cute.local_tile(idC, { BM, BN }, { tm, tn })) end
         for ch in cute.range_constexpr(NCH) do
           cute.arch.barrier{ barrier_id = 1, number_of_threads = 256 }  -- the last chunk has been read
           for _, e in ipairs(chunk_elems[ch]) do
             local d = acc[e] * alpha
             if with_beta then
-              if cute.elem_less(tCcC[e], { M, N }) then d = d + tCgC[e]:to(f32) * beta end
+              local rc = tCcC[e]
+              if cute.elem_less(rc, { M, N }) then d = d + Cm[rc]:to(f32) * beta end
             end
             tCsC[e] = d
           end
