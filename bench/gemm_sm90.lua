@@ -1,0 +1,109 @@
+-- bench/gemm_sm90.lua: the Hopper GEMMs (issue 11) against the baselines that
+-- bench/tc_baselines.py measured on the same GPU in the same run.
+--   python3 bench/tc_baselines.py 4096 8192 > tc_baselines.json
+--   cuteluajit bench/gemm_sm90.lua tc_baselines.json [sizes...]
+-- Rows: examples/gemm_sm90.lua (bf16, C = A B^T, both K-major) per tile configuration
+-- vs cuBLAS (torch.matmul) and Triton's autotuned matmul; examples/gemm_fp8_sm90.lua
+-- (e4m3 in, bf16 out) vs torch._scaled_mm; then each kernel's cold compile time
+-- (trace -> PTX -> cubin, the disk cache off) against Triton's autotuned first call.
+-- Timing: bench/timing.lua (warm >= 200 ms, L2 flushed before every sample, medians).
+local cute = require("cute")
+local here = (arg[0]:match("(.*/)") or "./")
+local ex = dofile(here .. "../examples/common.lua")
+local timing = dofile(here .. "timing.lua")
+
+if not cute.available() then
+  print("bench/gemm_sm90.lua needs a GPU: " .. select(2, cute.available()))
+  return
+end
+local dev = cute.device(0)
+if dev.cc[1] < 9 then
+  print(("bench/gemm_sm90.lua needs an sm_90 GPU; this is %s (cc %d.%d)"):format(dev.name, dev.cc[1], dev.cc[2]))
+  return
+end
+local base = timing.json_numbers(arg[1])
+local sizes = {}
+for i = 2, #arg do sizes[#sizes + 1] = tonumber(arg[i]) end
+if #sizes == 0 then sizes = { 4096, 8192 } end
+
+print(("device: %s, %d SMs, cc %d.%d"):format(dev.name, dev.sm_count, dev.cc[1], dev.cc[2]))
+print(timing.gpu_state() or "(no nvidia-smi)")
+print(("%-40s %10s  %-26s %10s %8s  %s"):format("benchmark (TFLOP/s)", "ours", "baseline", "baseline", "ratio",
+  "target"))
+local function row(name, ours, bname, bval, target)
+  print(("%-40s %10.1f  %-26s %10s %8s  %s"):format(name, ours, bname, bval and ("%.1f"):format(bval) or "-",
+    bval and ("%.3fx"):format(ours / bval) or "-", target or ""))
+  io.stdout:flush()
+end
+
+local function lib(name)
+  local saved = arg
+  arg = { [0] = here .. "../examples/" .. name .. ".lua" }
+  CUTE_EXAMPLE_LIB = true
+  local m = dofile(arg[0])
+  CUTE_EXAMPLE_LIB = nil
+  arg = saved
+  return m
+end
+
+local tm = timing.new()
+local function tflops(label, n, fn)
+  local r = tm:time(label, fn)
+  return 2 * n ^ 3 / r.ms.median / 1e9
+end
+
+local function cfg_name(g)
+  local c = g.cfg
+  return ("%dx%dx%d s%d c%d"):format(c.bm, c.bn, c.bk, c.stages, c.cluster_m)
+end
+
+-- bf16
+local sm90 = lib("gemm_sm90")
+local CONFIGS = { { bn = 256 }, { bn = 128 }, { bn = 256, cluster_m = 1 } }
+for _, n in ipairs(sizes) do
+  local A = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
+  local B = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
+  local Cm = cute.zeros({ n, n }, cute.bfloat16)
+  local target = n >= 8192 and ">= 1.0x" or ">= 0.95x"
+  for _, cfg in ipairs(CONFIGS) do
+    local g = sm90.make_gemm(cfg)
+    local t = tflops("sm90", n, function() g.launch(A, B, Cm, 1, 0) end)
+    local label = ("bf16 %d^3 sm90 %s"):format(n, cfg_name(g))
+    row(label, t, "cuBLAS (torch.matmul)", base["bf16_" .. n], target)
+    row(label, t, "Triton autotuned", base["triton_auto_bf16_" .. n], "")
+  end
+  A:free(); B:free(); Cm:free()
+end
+
+-- fp8 e4m3 -> bf16, per-tensor scales (1, 1)
+local fp8 = lib("gemm_fp8_sm90")
+for _, n in ipairs(sizes) do
+  local A = cute.from_host(ex.rand_floats(n * n), cute.float8_e4m3fn, { n, n })
+  local B = cute.from_host(ex.rand_floats(n * n), cute.float8_e4m3fn, { n, n })
+  local Cm = cute.zeros({ n, n }, cute.bfloat16)
+  for _, cfg in ipairs({ { bn = 256 }, { bn = 128 } }) do
+    local g = fp8.make_gemm(cfg)
+    local t = tflops("fp8", n, function() g.launch(A, B, Cm, 1, 1) end)
+    row(("fp8 %d^3 sm90 %s"):format(n, cfg_name(g)), t, "torch._scaled_mm", base["fp8_" .. n], ">= 0.9x")
+  end
+  A:free(); B:free(); Cm:free()
+end
+
+-- cold compile: a fresh kernel object (trace -> IR -> LLVM -> PTX -> cubin), no disk cache
+local function compile_ms(g)
+  local n = 512
+  local A = cute.zeros({ n, n }, g.ab_dtype)
+  local t0 = cute.now_us()
+  local k, _, ta, mA, tb, mB, c, al, be = g.args(A, A, cute.zeros({ n, n }, g.c_dtype), 1, 0)
+  local r = k:with{ cache = false, use_ptxas = true }:compile(ta, mA, tb, mB, c, al, be)
+  local ms = (cute.now_us() - t0) / 1e3
+  A:free()
+  return ms, r
+end
+for _, spec in ipairs({ { "bf16 sm90 128x256", sm90, { bn = 256 } }, { "fp8 sm90 128x256", fp8, { bn = 256 } } }) do
+  local g = spec[2].make_gemm(spec[3])
+  local ms, r = compile_ms(g)
+  print(("cold compile %-24s %8.1f ms  (%d registers, %d spill bytes)   target <= 200 ms; Triton autotuned first call %s ms")
+    :format(spec[1], ms, r.info.regs or -1, (r.info.spill_stores or 0) + (r.info.spill_loads or 0),
+      base.triton_auto_first_call_ms_4096 and ("%.0f"):format(base.triton_auto_first_call_ms_4096) or "-"))
+end

@@ -1,0 +1,263 @@
+-- The Hopper GEMMs (docs/HOPPER.md, "Hopper GEMM walk-through"): examples/gemm_sm90.lua
+-- (bf16) and examples/gemm_fp8_sm90.lua (e4m3).  Without a GPU: each configuration
+-- compiles for sm_90a with run-time M, N, K; its PTX holds the Hopper machinery (wgmma,
+-- TMA loads with multicast, mbarrier waits, setmaxnreg, elect.sync, cluster barriers),
+-- ptxas assembles it with 0 spill bytes and no stack; the cold compile time is printed.
+-- On an sm_90 GPU (#gpu): odd sizes against a CPU reference on every element, and
+-- 4096^3 against CPU dot products on sampled elements.
+local cute = require("cute")
+local C = require("cute.ffi").C
+local util = dofile("spec/support/util.lua")
+local has = util.has
+local bf16, e4m3 = cute.bfloat16, cute.float8_e4m3fn
+local PTXAS = C.cute_ptxas_path() ~= nil
+local ex = dofile("examples/common.lua")
+
+local function example(name)
+  local saved = _G.arg
+  _G.arg = { [0] = "examples/" .. name .. ".lua" }
+  _G.CUTE_EXAMPLE_LIB = true
+  local ok, m = pcall(dofile, _G.arg[0])
+  _G.CUTE_EXAMPLE_LIB = nil
+  _G.arg = saved
+  assert(ok, m)
+  return m
+end
+
+local function count(s, pat)
+  local n = 0
+  for _ in s:gmatch(pat) do n = n + 1 end
+  return n
+end
+
+-- compile the kernel gemm.args picks for tensor specs (no GPU: 66 clusters, an H100's)
+local function compile(g, ab, c_dtype, beta, n)
+  n = n or 1032
+  local A, B = cute.tensor_spec({ 1000, 512 }, ab), cute.tensor_spec({ n, 512 }, ab)
+  local k, _, ta, mA, tb, mB, c, al, be = g.args(A, B, cute.tensor_spec({ 1000, n }, c_dtype), 1, beta or 0, 66)
+  k = k:with{ arch = "sm_90a", use_ptxas = PTXAS, cache = false }
+  local t0 = cute.now_us()
+  local r = k:compile(ta, mA, tb, mB, c, al, be)
+  return r, (cute.now_us() - t0) / 1e3
+end
+
+local function check_ptx(r, g, instr)
+  local ptx = r.ptx
+  local c = g.cfg
+  -- one wgmma per k-block of a k-tile: the peeled first k-tile and the main loop's
+  local n_wgmma = count(ptx, "wgmma%.mma_async%.sync%.aligned%." .. instr)
+  assert.are.equal(2 * c.kblocks, n_wgmma)
+  assert.is_true(has(ptx, "wgmma.fence.sync.aligned"))
+  assert.is_true(has(ptx, "wgmma.commit_group.sync.aligned"))
+  assert.is_true(has(ptx, "wgmma.wait_group.sync.aligned 1"))
+  assert.is_true(has(ptx, "wgmma.wait_group.sync.aligned 0"))
+  -- TMA: A plain, B multicast over the 2 x 1 cluster
+  assert.is_true(has(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global"))
+  if c.cluster_m > 1 then
+    assert.is_true(has(ptx, "multicast::cluster"))
+    assert.is_true(has(ptx, "barrier.cluster.wait"))
+  end
+  assert.is_true(has(ptx, "mbarrier.try_wait.parity"))
+  assert.is_true(has(ptx, "mbarrier.arrive.expect_tx") or has(ptx, "mbarrier.expect_tx"))
+  assert.is_true(has(ptx, "prefetch.tensormap"))
+  assert.is_true(has(ptx, "setmaxnreg.dec.sync.aligned.u32 40"))
+  assert.is_true(has(ptx, "setmaxnreg.inc.sync.aligned.u32 232"))
+  assert.is_true(has(ptx, "elect.sync"))
+  assert.is_false(has(ptx, ".local"))
+  if PTXAS then
+    -- setmaxnreg needs the launch bounds (384 threads, 1 CTA per SM), else ptxas drops it
+    assert.is_false(has(r.ptxas_log, "setmaxnreg' ignored"), r.ptxas_log)
+    assert.are.equal(0, r.info.spill_stores or 0)
+    assert.are.equal(0, r.info.spill_loads or 0)
+    assert.are.equal(0, r.info.stack or 0)
+  end
+end
+
+describe("examples/gemm_sm90.lua (no GPU)", function()
+  local m = example("gemm_sm90")
+  for _, cfg in ipairs({ { bn = 256 }, { bn = 128 }, { bn = 256, cluster_m = 1 } }) do
+    it(("128x%d tile, cluster %d: wgmma / TMA / mbarrier / setmaxnreg in the PTX, ptxas sm_90a, 0 spills"):format(
+      cfg.bn, cfg.cluster_m or 2), function()
+      local g = m.make_gemm(cfg)
+      assert.is_true(g.cfg.stages >= 4)
+      local r, ms = compile(g, bf16, bf16)
+      check_ptx(r, g, ("m64n%dk16%%.f32%%.bf16%%.bf16"):format(cfg.bn))
+      print(("\n  gemm_sm90 128x%d s%d cluster %d: cold compile %.0f ms (%s), %s registers"):format(cfg.bn,
+        g.cfg.stages, g.cfg.cluster_m, ms, PTXAS and "to the cubin" or "to PTX, no ptxas", tostring(r.info.regs)))
+    end)
+  end
+
+  for _, cfg in ipairs({ { bn = 256 }, { bn = 128, c_dtype = cute.float32 } }) do
+    it(("the epilogue's staging tile (BN %d, %s out): each chunk's accumulators fill it once, at their coordinates")
+      :format(cfg.bn, (cfg.c_dtype or bf16).name), function()
+      local g = m.make_gemm(cfg)
+      local c = g.cfg
+      local EPI_N, EP, BN = c.epi_n, c.epi_row, c.bn
+      local seen, checked = {}, 0
+      local k = cute.kernel(function(X)
+        local buf = cute.make_shared_tensor(cute.make_layout(128 * EP), g.c_dtype)
+        local sC = cute.make_tensor(buf, c.staging_layout)
+        local crd0 = g.tiled_mma:get_slice(0):partition_C(cute.make_identity_tensor({ 128, BN }))
+        for t = 0, 255 do
+          local thr = g.tiled_mma:get_slice(t)
+          local crd, st = thr:partition_C(cute.make_identity_tensor({ 128, BN })), thr:partition_C(sC)
+          local L = cute.make_layout(st.layout.shape, st.layout.stride)
+          for e = 0, cute.size(crd) - 1 do
+            local r, col = crd[e][1], crd[e][2]
+            local ch = math.floor(col / EPI_N)
+            -- the example's chunk of e, from thread 0's column
+            assert.are.equal(ch, math.floor(crd0[e][2] / EPI_N))
+            local off = st.off + L(e)
+            assert.are.equal(r * EP + col % EPI_N, off)
+            local key = ch * 1e6 + off
+            assert.is_nil(seen[key], "two accumulators on one staging element")
+            seen[key] = true
+            checked = checked + 1
+          end
+        end
+      end, { arch = "sm_90a" })
+      k:ir(cute.tensor_spec({ 4 }, cute.float32))
+      assert.are.equal(128 * BN, checked)
+    end)
+  end
+
+  it("the kernels for beta ~= 0 and for C rows that are not 16-byte aligned assemble", function()
+    local g = m.make_gemm{ bn = 256 }
+    for _, v in ipairs({ { 0.5, 1032, "_beta" }, { 0, 1030, "_narrow" }, { 0.5, 1030, "_narrow_beta" } }) do
+      local r = compile(g, bf16, bf16, v[1], v[2])
+      assert.is_true(has(r.ptx, ".entry gemm_sm90_bfloat16_n256" .. v[3]))
+      assert.are.equal(8, count(r.ptx, "wgmma%.mma_async%.sync"))
+      -- the beta kernels read C; only the narrow one writes element by element
+      assert.are.equal(v[1] ~= 0, has(r.ptx, "ld.global"))
+      assert.are.equal(v[2] % 8 == 0, has(r.ptx, "st.global.v4"))
+      if PTXAS and v[3] ~= "_narrow_beta" then assert.are.equal(0, r.info.spill_stores or 0) end
+    end
+  end)
+
+  it("f16 in, f16 out", function()
+    local g = m.make_gemm{ ab_dtype = cute.float16, c_dtype = cute.float16, bn = 128 }
+    local r = compile(g, cute.float16, cute.float16)
+    check_ptx(r, g, "m64n128k16%.f32%.f16%.f16")
+  end)
+
+  it("bad operands: errors at the caller's line naming the operand and the value", function()
+    local g = m.make_gemm{ bn = 128 }
+    local S = function(r, c, d, st) return cute.tensor_spec({ r, c }, d or bf16, st) end
+    util.expect_error(function() g.args(S(64, 36), S(64, 36), S(64, 64), 1, 0, 66) end,
+      "gemm_sm90", "K = 36", "multiple of 8")
+    util.expect_error(function() g.launch(S(64, 64), S(64, 72), S(64, 64), 1, 0) end,
+      "gemm_sm90", "A is 64 x 64 and B 64 x 72: their K differ")
+    util.expect_error(function() g.args(S(64, 64), S(32, 64), S(64, 64), 1, 0, 66) end,
+      "gemm_sm90", "C is 64 x 64; A B^T is 64 x 32")
+    util.expect_error(function() g.args(S(64, 64, cute.float16), S(32, 64), S(64, 32), 1, 0, 66) end,
+      "gemm_sm90", "A holds float16; this GEMM takes bfloat16")
+    util.expect_error(function() g.args(S(64, 64, bf16, { 1, 64 }), S(32, 64), S(64, 32), 1, 0, 66) end,
+      "gemm_sm90", "A (64 x 64, strides 1, 64) must be row-major")
+    util.expect_error(function() m.make_gemm{ bn = 192 } end, "gemm_sm90: bn = 192: must be 128 or 256")
+    util.expect_error(function() m.make_gemm{ bn = 256, stages = 5 } end, "gemm_sm90: stages = 5")
+  end)
+end)
+
+describe("examples/gemm_fp8_sm90.lua (no GPU)", function()
+  local m = example("gemm_fp8_sm90")
+  for _, out in ipairs({ bf16, cute.float32 }) do
+    it(("e4m3 in, %s out: wgmma m64n256k32 e4m3, ptxas sm_90a, 0 spills"):format(out.name), function()
+      local g = m.make_gemm{ c_dtype = out }
+      assert.are.equal(128, g.cfg.bk)
+      local r, ms = compile(g, e4m3, out)
+      check_ptx(r, g, "m64n256k32%.f32%.e4m3%.e4m3")
+      print(("\n  gemm_fp8_sm90 (%s out): cold compile %.0f ms"):format(out.name, ms))
+    end)
+  end
+end)
+
+-- on the GPU ----------------------------------------------------------------------
+
+local function sm90_gpu()
+  local d = cute.device(0)
+  return d.cc[1] >= 9, ("the GPU is %s (cc %d.%d), not sm_90"):format(d.name, d.cc[1], d.cc[2])
+end
+
+-- gemm(A, B, C, alpha, beta) on random data, every element against the CPU reference
+local function check_all(g, ab, c_dtype, M, N, K, alpha, beta, tol)
+  local A = cute.from_host(util.rand_floats(M * K), ab, { M, K })
+  local B = cute.from_host(util.rand_floats(N * K), ab, { N, K })
+  local Cm = cute.from_host(util.rand_floats(M * N), c_dtype, { M, N })
+  local a, b, c0 = ex.host_values(A), ex.host_values(B), ex.host_values(Cm)
+  g.launch(A, B, Cm, alpha, beta)
+  local bad = 0
+  local err = ex.gemm_tn_compare(a, b, c0, ex.host_values(Cm), M, N, K, alpha, beta, 1, function(i, j, c, ref)
+    if not (math.abs(c - ref) <= tol * (math.abs(ref) + 1)) then
+      bad = bad + 1
+      if bad <= 3 then print(("  C[%d][%d] = %g, expected %g"):format(i, j, c, ref)) end
+    end
+  end)
+  A:free(); B:free(); Cm:free()
+  assert.are.equal(0, bad, ("%dx%dx%d: %d elements off (rel. error %.3g)"):format(M, N, K, bad, err))
+end
+
+describe("examples/gemm_sm90.lua on an sm_90 GPU", function()
+  local m = example("gemm_sm90")
+  util.gpu_it("odd sizes, alpha and beta, every element against a CPU reference", function()
+    local ok, why = sm90_gpu()
+    if not ok then return pending(why) end
+    for _, cfg in ipairs({ { bn = 256 }, { bn = 128 }, { bn = 256, cluster_m = 1 } }) do
+      local g = m.make_gemm(cfg)
+      for _, s in ipairs({ { 1000, 1030, 520 }, { 129, 257, 64 }, { 1, 1, 8 }, { 384, 512, 1024 } }) do
+        check_all(g, bf16, bf16, s[1], s[2], s[3], 0.75, -1.25, 0.02)
+        check_all(g, bf16, bf16, s[1], s[2], s[3], 1.5, 0, 0.02)
+      end
+    end
+  end)
+
+  util.gpu_it("4096^3: sampled elements against CPU dot products", function()
+    local ok, why = sm90_gpu()
+    if not ok then return pending(why) end
+    local n = 4096
+    local g = m.make_gemm{ bn = 256 }
+    local A = cute.from_host(util.rand_floats(n * n), bf16, { n, n })
+    local B = cute.from_host(util.rand_floats(n * n), bf16, { n, n })
+    local Cm = cute.zeros({ n, n }, bf16)
+    g.launch(A, B, Cm, 1, 0)
+    -- raw bf16 bits on the host; only the sampled rows are converted
+    local a, b, c = A:to_host(), B:to_host(), Cm:to_host()
+    local num = bf16.to_number
+    local seed = 7
+    for _ = 1, 2000 do
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      local i, j = seed % n, math.floor(seed / n) % n
+      local s = 0
+      for kk = 0, n - 1 do s = s + num(a[i * n + kk]) * num(b[j * n + kk]) end
+      local got = num(c[i * n + j])
+      assert(math.abs(got - s) <= 0.01 * math.abs(s) + 0.05, ("C[%d][%d] = %g, expected %g"):format(i, j, got, s))
+    end
+    A:free(); B:free(); Cm:free()
+  end)
+end)
+
+describe("examples/gemm_fp8_sm90.lua on an sm_90 GPU", function()
+  local m = example("gemm_fp8_sm90")
+  util.gpu_it("odd sizes, e4m3 in, bf16 and f32 out, scales, every element against a CPU reference", function()
+    local ok, why = sm90_gpu()
+    if not ok then return pending(why) end
+    for _, out in ipairs({ bf16, cute.float32 }) do
+      local g = m.make_gemm{ c_dtype = out, bn = 128 }
+      for _, s in ipairs({ { 1000, 1030, 528 }, { 256, 128, 1024 } }) do
+        local M, N, K = s[1], s[2], s[3]
+        local A = cute.from_host(util.rand_floats(M * K, -4, 4), e4m3, { M, K })
+        local B = cute.from_host(util.rand_floats(N * K, -4, 4), e4m3, { N, K })
+        local Cm = cute.zeros({ M, N }, out)
+        g.launch(A, B, Cm, 0.5, 0.25)
+        local zero = setmetatable({}, { __index = function() return 0 end })
+        local bad = 0
+        ex.gemm_tn_compare(ex.host_values(A), ex.host_values(B), zero, ex.host_values(Cm), M, N, K, 0.125, 0, 1,
+          function(i, j, c, ref)
+            local tol = out == bf16 and 0.01 or 1e-4
+            if not (math.abs(c - ref) <= tol * (math.abs(ref) + 1)) then bad = bad + 1 end
+          end)
+        A:free(); B:free(); Cm:free()
+        assert.are.equal(0, bad, ("fp8 %dx%dx%d (%s out): %d elements off"):format(M, N, K, out.name, bad))
+      end
+    end
+  end)
+end)
