@@ -115,6 +115,10 @@ cute.nvgpu = mma.nvgpu
 cute.make_mma_atom = mma.make_mma_atom
 cute.make_tiled_mma = mma.make_tiled_mma
 cute.gemm = mma.gemm
+-- Hopper warpgroup MMA (cute.warpgroup: instructions, descriptors; cute.wgmma: atoms, partitions)
+require("cute.warpgroup").install(cute.arch)
+cute.nvgpu.warpgroup = require("cute.wgmma").warpgroup
+cute.sm90_utils = require("cute.wgmma").sm90_utils
 
 -- copy ops, atoms and TiledCopy (cute.copy_atom), added into cute.nvgpu and cute.nvgpu.warp
 local copy_atom = require("cute.copy_atom")
