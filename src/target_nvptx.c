@@ -302,8 +302,26 @@ static int uses_fp8_mma(const cute_ir *ir) {
   return 0;
 }
 
+/* Hopper instructions that PTX 7.8 (sm_90's default) lacks, written as inline PTX by
+   cute.arch (elect, expect_tx, fence.proxy.async, bulk copies, remote mbarrier
+   arrives, setmaxnreg, wgmma): PTX 8.0, raised when no version was asked for */
+static const char *const ptx80_only[] = {"elect.sync", "expect_tx", "fence.proxy.async", "fence.mbarrier_init",
+                                         "cp.async.bulk", "shared::cluster.b64", "setmaxnreg.", "wgmma."};
+static int uses_ptx80(const cute_ir *ir) {
+  for (int32_t fi = 1; fi < ir->nfuncs; fi++)
+    for (int32_t i = 1; i < ir->funcs[fi].ninst; i++) {
+      const ir_inst *in = &ir->funcs[fi].inst[i];
+      if (in->op != IR_ASM) continue;
+      const char *t = ir_strget(ir, (int32_t)in->imm);
+      for (size_t k = 0; t && k < sizeof ptx80_only / sizeof ptx80_only[0]; k++)
+        if (strstr(t, ptx80_only[k])) return 1;
+    }
+  return 0;
+}
+
 static int nvptx_prepare(cg *g, char *msg, size_t cap) {
   if (!g->ptx_req && g->ptx < 84 && uses_fp8_mma(g->ir)) g->ptx_req = g->ptx = 84;
+  if (g->sm >= 90 && !g->ptx_req && g->ptx < 80 && uses_ptx80(g->ir)) g->ptx_req = g->ptx = 80;
   if (g->sm == 89 && !g->ptx_req && g->ptx < 81 && uses_fp8_cvt(g->ir)) g->ptx_req = g->ptx = 81;
   int need = nvptx_min_ptx(g->ir);
   if (!need) return 0;

@@ -365,5 +365,7 @@ end
 
 -- tensor-core instructions (mma.sync, ldmatrix, stmatrix, cp.async): cute.nvgpu_arch
 require("cute.nvgpu_arch").install(arch)
+-- Hopper: mbarriers, fences, elect, named barriers, setmaxnreg, clusters, bulk copies: cute.nvgpu_sm90
+require("cute.nvgpu_sm90").install(arch)
 
 return M

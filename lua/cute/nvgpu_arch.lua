@@ -532,6 +532,10 @@ function M.cp_async_wait_all()
   asm(0, "cp.async.wait_all;", "~{memory}", {})
 end
 
+-- helpers shared with the Hopper instructions (cute.nvgpu_sm90)
+M.address, M.need_space, M.shared_u32, M.global_u64 = address, need_space, shared_u32, global_u64
+M.asm, M.op, M.sm_of, M.arr_type, M.elem_of = asm, op, sm_of, arr_type, elem_of
+
 -- export into the cute.arch table
 function M.install(arch)
   for _, k in ipairs({ "make_fragment_regs", "mma_sync", "ldmatrix", "stmatrix", "cp_async",

@@ -415,6 +415,7 @@ Tensor.__index = function(T, k)
   if type(k) == "string" then
     if k == "shape" then return T.layout.shape end
     if k == "stride" then return T.layout.stride end
+    if k == "iterator" then return element_ptr(T, 0) end -- CuTe DSL's t.iterator: the first element's address
     return nil
   end
   if T.space ~= "identity" then tr.need_trace("tensor indexing") end
