@@ -112,6 +112,7 @@ end
 -- descriptor's low field
 local SW128_ROWS = 8 * 128 -- bytes of one 8-row group of a 128-byte swizzle atom
 local function desc_add(desc, bytes)
+  if type(bytes) ~= "number" then return desc + cute.Uint64(cute.div(bytes, 16)) end
   if bytes == 0 then return desc end
   return desc + bytes / 16
 end
@@ -291,8 +292,8 @@ function M.make_kernel(opts)
         local mo, lo = m:elements(), l:elements()
         local mn, mu, cr, ln = {}, {}, {}, {}
         for h = 0, 1 do
-          local mx = -math.huge
-          for n = 0, BN / 8 - 1 do
+          local mx = cute.max(s[2 * h], s[2 * h + 1])
+          for n = 1, BN / 8 - 1 do
             mx = cute.max(mx, cute.max(s[4 * n + 2 * h], s[4 * n + 2 * h + 1]))
           end
           mx = cute.threadquad_reduce_max(mx)
@@ -331,6 +332,7 @@ function M.make_kernel(opts)
       pipe_k:consumer_wait(sk)
       issue_qk(sk.index)
       wg.wait_group(0)
+      wg.fence_operand(accS)
       pipe_k:consumer_release(sk)
       sk:advance()
       pB:set_elements(softmax(nkv - 1, true))
@@ -346,10 +348,12 @@ function M.make_kernel(opts)
           pipe_v:consumer_wait(sv)
           issue_pv(sv.index)
           wg.wait_group(1)
+          wg.fence_operand(accS)
           pipe_k:consumer_release(sk)
           sk:advance()
           local p = softmax(j, false)
           wg.wait_group(0)
+          wg.fence_operand(accO)
           pipe_v:consumer_release(sv)
           sv:advance()
           pB:set_elements(p)
@@ -358,11 +362,13 @@ function M.make_kernel(opts)
           pipe_v:consumer_wait(sv)
           issue_pv(sv.index)
           wg.wait_group(0)
+          wg.fence_operand(accO)
           pipe_v:consumer_release(sv)
           sv:advance()
           pipe_k:consumer_wait(sk)
           issue_qk(sk.index)
           wg.wait_group(0)
+          wg.fence_operand(accS)
           pipe_k:consumer_release(sk)
           sk:advance()
           pB:set_elements(softmax(j, false))
@@ -373,6 +379,7 @@ function M.make_kernel(opts)
       pipe_v:consumer_wait(sv)
       issue_pv(sv.index)
       wg.wait_group(0)
+      wg.fence_operand(accO)
       pipe_v:consumer_release(sv)
 
       -- O = acc / row sum, rows past S not written
@@ -398,5 +405,74 @@ function M.make_kernel(opts)
   end, { name = name, arch = opts.arch, ftz = true, max_threads_per_block = 384, min_blocks_per_sm = 1 })
 end
 
-M.reference_row = FA2.reference_row
-return M
+-- the CPU reference of one (head, row) (double precision): the FA2 example's
+do
+  local saved, lib = arg, CUTE_EXAMPLE_LIB
+  arg, CUTE_EXAMPLE_LIB = { [0] = ex.dir .. "flash_attention_fwd.lua" }, true
+  M.reference_row = dofile(ex.dir .. "flash_attention_fwd.lua").reference_row
+  arg, CUTE_EXAMPLE_LIB = saved, lib
+end
+
+-- the launch of kernel `kern` (M.make_kernel(opts)) on device tensors q, k, v, o
+-- of shape (B*H, S, D): the TMA atoms built on the host, the grid; returns a
+-- function that launches it and the kernel's argument list
+function M.launcher(kern, opts, q, k, v, o)
+  local cfg = M.config(opts)
+  local bh, s, d = q.shape[1], q.shape[2], q.shape[3]
+  if d ~= cfg.d then error(("flash_attention_sm90: tensors of head dimension %d for a kernel of d = %d"):format(d, cfg.d), 2) end
+  local args = M.kernel_args(cfg, q, k, v, o)
+  local l = kern:launch{ grid = { math.ceil(s / BM), bh, 1 }, block = 384 }
+  return function() l(unpack(args)) end, args
+end
+
+-- run the kernel on random data and compare every output with the CPU
+-- reference; returns the largest absolute error and the relative error norm
+function M.check(opts, b, h, s)
+  local cfg = M.config(opts)
+  local d, bh = cfg.d, b * h
+  local n = bh * s * d
+  local dev, host = {}, {}
+  for _, name in ipairs({ "q", "k", "v" }) do
+    local r, t1 = ex.rand_floats(n, -1, 1), {}
+    for i = 0, n - 1 do t1[i + 1] = r[i] end
+    dev[name] = cute.from_host(t1, bf16, { bh, s, d }) -- rounded to bf16
+    local raw = dev[name]:to_host()
+    local t = {}
+    for i = 0, n - 1 do t[i] = bf16.to_number(raw[i]) end
+    host[name] = t
+  end
+  local dO = cute.empty({ bh, s, d }, bf16)
+  dO:fill(0 / 0)
+  local run = M.launcher(M.make_kernel(opts), opts, dev.q, dev.k, dev.v, dO)
+  run()
+  local o = dO:to_host()
+  local maxerr, num, den = 0, 0, 0
+  for hh = 0, bh - 1 do
+    for r = 0, s - 1 do
+      local ref = M.reference_row(host.q, host.k, host.v, hh, r, s, d, cfg.causal, cfg.scale)
+      for x = 0, d - 1 do
+        local got = bf16.to_number(o[(hh * s + r) * d + x])
+        local e = math.abs(got - ref[x])
+        if got ~= got then e = math.huge end
+        if e > maxerr then maxerr = e end
+        num, den = num + e * e, den + ref[x] * ref[x]
+      end
+    end
+  end
+  for _, t in pairs(dev) do t:free() end
+  dO:free()
+  return maxerr, math.sqrt(num / den)
+end
+
+if CUTE_EXAMPLE_LIB then return M end
+
+local B, H, S, D = tonumber(arg[1]) or 1, tonumber(arg[2]) or 2, tonumber(arg[3]) or 200, tonumber(arg[4]) or 128
+local causal = arg[5] == "1"
+if not ex.gpu() then
+  print(M.compile_spec({ d = D, causal = causal }, B * H, S).ptx)
+  return
+end
+local maxerr, rel = M.check({ d = D, causal = causal }, B, H, S)
+print(("flash_attention_sm90 B=%d H=%d S=%d D=%d causal=%s: max |err| %.3g, relative error %.3g"):format(
+  B, H, S, D, tostring(causal), maxerr, rel))
+ex.check("flash_attention_sm90", rel, 1e-2)

@@ -1,0 +1,141 @@
+-- FlashAttention-3-style forward for Hopper (examples/flash_attention_sm90.lua;
+-- docs/HOPPER.md, "FlashAttention-3-style forward"): the fragment maps the
+-- kernel relies on (wgmma's accumulator and A-from-registers layouts, the
+-- accumulator of S = Q K^T reused as the A operand of O += P V); the PTX for
+-- D = 64 and 128, causal and not (wgmma m64n128k16 / m64nDk16 with A from
+-- registers and B transposed, TMA loads, mbarrier try_wait.parity,
+-- setmaxnreg, elect.sync, quad shuffles, ex2.approx), assembled by ptxas for
+-- sm_90a with 0 spill bytes, and the cold compile time printed; a Hopper
+-- kernel traced for sm_80 is an error naming the op; bad configurations are
+-- errors at the caller's line. #gpu: the kernel on random data against the CPU
+-- reference of the FA2 example (double precision) for S = 200, 333, 1024,
+-- D = 64 / 128, causal and not.
+local cute = require("cute")
+local C = require("cute.ffi").C
+local util = dofile("spec/support/util.lua")
+
+local PTXAS = C.cute_ptxas_path() ~= nil
+local function load_example()
+  local f = assert(loadfile("examples/flash_attention_sm90.lua"))
+  local env = getfenv(f) -- the example returns its module when CUTE_EXAMPLE_LIB is set
+  local saved = env.arg
+  env.arg, env.CUTE_EXAMPLE_LIB = { [0] = "examples/flash_attention_sm90.lua" }, true
+  local M = f()
+  env.arg, env.CUTE_EXAMPLE_LIB = saved, nil
+  return M
+end
+local FA3 = load_example()
+
+local function count(s, pat)
+  local _, n = s:gsub(pat, "")
+  return n
+end
+
+describe("FlashAttention-3-style forward (sm_90a)", function()
+  it("the A fragment of k-block kb (P in registers) is accumulator elements 8 kb .. 8 kb + 7, same rows and keys", function()
+    local bad = {}
+    for t = 0, 127 do
+      for kb = 0, FA3.BN / 16 - 1 do
+        for e = 0, 7 do
+          local ar, ac = FA3.a_coord(t, kb, e)
+          local cr, cc = FA3.acc_coord(t, 8 * kb + e)
+          if (ar ~= cr or ac ~= cc) and #bad < 5 then
+            bad[#bad + 1] = ("thread %d kb %d e %d: A (%d,%d), accumulator (%d,%d)"):format(t, kb, e, ar, ac, cr, cc)
+          end
+        end
+      end
+    end
+    assert.are.same({}, bad)
+  end)
+
+  it("the accumulator map covers each of the 64 x BN elements of S exactly once over the warpgroup", function()
+    local seen, dup = {}, 0
+    for t = 0, 127 do
+      for i = 0, FA3.BN / 2 - 1 do
+        local r, c = FA3.acc_coord(t, i)
+        local key = r * FA3.BN + c
+        if seen[key] then dup = dup + 1 end
+        seen[key] = true
+      end
+    end
+    local n = 0
+    for _ in pairs(seen) do n = n + 1 end
+    assert.are.equal(0, dup)
+    assert.are.equal(64 * FA3.BN, n)
+  end)
+
+  it("bad configurations are errors at the caller's line", function()
+    util.expect_error(function() FA3.make_kernel({ d = 96 }) end, "head dimension d = 96 (64 or 128)")
+    util.expect_error(function() FA3.make_kernel({ d = 128, stages = 4 }) end,
+      "stages = 4 (an integer >= 1 whose Q, K and V buffers fit 227 KiB")
+    util.expect_error(function() FA3.make_kernel({ d = 64, stages = 0 }) end, "stages = 0")
+    util.expect_error(function() FA3.make_kernel({ d = 64, producer_regs = 20 }) end,
+      "producer_regs = 20 (a multiple of 8 from 24 to 256)")
+    util.expect_error(function() FA3.make_kernel({ d = 64, producer_regs = 56, consumer_regs = 240 }) end,
+      "128 x 56 + 256 x 240 registers exceed the 65536 of an SM")
+  end)
+
+  it("the CPU reference: equal keys give the mean of V; causal row 0 is V's row 0", function()
+    local s, d = 3, 2
+    local q, k, v = {}, {}, {}
+    for i = 0, s * d - 1 do q[i], k[i], v[i] = 0.5, 0.25, i end
+    assert.are.same({ [0] = 2, 3 }, FA3.reference_row(q, k, v, 0, 1, s, d, false, 1))
+    assert.are.same({ [0] = 0, 1 }, FA3.reference_row(q, k, v, 0, 0, s, d, true, 1))
+  end)
+
+  for _, c in ipairs({ { 64, false }, { 64, true }, { 128, false }, { 128, true } }) do
+    local d, causal = c[1], c[2]
+    it(("PTX for D = %d%s: wgmma m64n128k16 (Q K^T) and m64n%dk16 (P V, A in registers, B transposed), TMA, " ..
+      "try_wait.parity, setmaxnreg, elect.sync; ptxas sm_90a, 0 spill bytes"):format(d, causal and " causal" or "", d),
+      function()
+        local t0 = cute.now_us()
+        local r = FA3.compile_spec({ d = d, causal = causal }, 2, 200)
+        local ms = (cute.now_us() - t0) / 1e3
+        print(("\n    flash_attention_sm90 D=%d%s cold compile %.1f ms (%s), %s registers"):format(d,
+          causal and " causal" or "", ms, PTXAS and "trace -> cubin" or "trace -> PTX", tostring(r.info.regs)))
+        local ptx = r.ptx
+        -- S = Q K^T: D / 16 k-steps per block, issued at three places (first
+        -- block, loop, ...): count the instruction kinds, not the unrolled total
+        assert.is_true(count(ptx, "wgmma%.mma_async%.sync%.aligned%.m64n128k16%.f32%.bf16%.bf16 ") > 0, "Q K^T wgmma")
+        local pv = ("wgmma%%.mma_async%%.sync%%.aligned%%.m64n%dk16%%.f32%%.bf16%%.bf16 [^\n]*{%%%%r"):format(d)
+        assert.is_true(count(ptx, pv) > 0, "P V wgmma with A in registers")
+        assert.is_true(util.has(ptx, "cp.async.bulk.tensor"), "TMA loads")
+        assert.is_true(util.has(ptx, "mbarrier.try_wait.parity"), "mbarrier waits")
+        assert.is_true(util.has(ptx, "setmaxnreg.inc.sync.aligned.u32 240"), "consumer setmaxnreg")
+        assert.is_true(util.has(ptx, "setmaxnreg.dec.sync.aligned.u32 24"), "producer setmaxnreg")
+        assert.is_true(util.has(ptx, "elect.sync"), "elect.sync")
+        assert.is_true(util.has(ptx, "wgmma.wait_group.sync.aligned 1"), "softmax overlapped: wait_group 1")
+        assert.is_true(util.has(ptx, "shfl.sync.bfly"), "quad shuffles")
+        assert.is_true(util.has(ptx, "ex2.approx.ftz.f32"), "exp2")
+        assert.is_false(util.has(ptx, ".local"), "no local memory")
+        if PTXAS then
+          assert.are.equal(0, r.info.spill_stores, r.ptxas_log)
+          assert.are.equal(0, r.info.spill_loads, r.ptxas_log)
+        end
+      end)
+  end
+
+  it("traced for sm_80 it is an error naming the Hopper op and the arch", function()
+    local e = util.err_of(function() FA3.compile_spec({ d = 64, arch = "sm_80" }, 1, 128) end)
+    assert.is_truthy(e:find("sm_90", 1, true), e)
+    assert.is_truthy(e:find("sm_80", 1, true), e)
+    assert.is_truthy(e:find("flash_attention_sm90.lua:", 1, true), e)
+  end)
+
+  for _, s in ipairs({ 200, 333, 1024 }) do
+    for _, d in ipairs({ 64, 128 }) do
+      for _, causal in ipairs({ false, true }) do
+        util.gpu_it(("B=1 H=2 S=%d D=%d%s against the CPU reference"):format(s, d, causal and " causal" or ""),
+          function()
+            local maxerr, rel = FA3.check({ d = d, causal = causal }, 1, 2, s)
+            assert.is_true(rel < 1e-2, ("relative error %g"):format(rel))
+            assert.is_true(maxerr < 3e-2, ("max abs error %g"):format(maxerr))
+          end)
+      end
+    end
+  end
+  util.gpu_it("B=2 H=3 S=333 D=128 causal, serial schedule (overlap = false) against the CPU reference", function()
+    local maxerr, rel = FA3.check({ d = 128, causal = true, overlap = false }, 2, 3, 333)
+    assert.is_true(rel < 1e-2 and maxerr < 3e-2, ("relative error %g, max abs error %g"):format(rel, maxerr))
+  end)
+end)
