@@ -240,7 +240,7 @@ function M.make_kernel(opts)
 
       local accS = cute.arch.make_fragment_regs(f32, NACC_S)
       local accO = cute.arch.make_fragment_regs(f32, NACC_O)
-      local pB = cute.arch.make_fragment_regs(bf16, NACC_S) -- P of the block waiting for its P V
+      local pB = cute.arch.make_fragment_regs(cute.uint32, NACC_S / 2) -- P (bf16 pairs) waiting for its P V
       local m = cute.arch.make_fragment_regs(f32, 2, -math.huge) -- row max (log2 units), rows +0 and +8
       local l = cute.arch.make_fragment_regs(f32, 2, 0)          -- this thread's part of the row sums
       local corr = cute.arch.make_fragment_regs(f32, 2, 1)       -- O's rescale before the next P V
@@ -252,7 +252,7 @@ function M.make_kernel(opts)
         for kk = 0, QK_STEPS - 1 do
           local a = desc_add(dQ, math.floor(kk / 4) * SLAB_Q + (kk % 4) * 32)
           local b = desc_add(dK + stage * (STAGE_BYTES / 16), math.floor(kk / 4) * SLAB_KV + (kk % 4) * 32)
-          accS:set(qk(accS, a, b, kk > 0 and 1 or 0))
+          qk(accS, a, b, kk > 0 and 1 or 0)
         end
         wg.commit_group()
       end
@@ -262,14 +262,21 @@ function M.make_kernel(opts)
         wg.fence()
         local pe = pB:elements()
         for kb = 0, PV_STEPS - 1 do
-          local a = cute.arch.make_fragment_regs(bf16, 8)
-          local vals = {}
-          for e = 0, 7 do vals[e] = pe[8 * kb + e] end
-          a:set_elements(vals)
+          local a = cute.arch.make_fragment_regs(cute.uint32, 4)
+          a:set_elements({ [0] = pe[4 * kb], pe[4 * kb + 1], pe[4 * kb + 2], pe[4 * kb + 3] })
           local b = desc_add(dV + stage * (STAGE_BYTES / 16), kb * 2 * SW128_ROWS)
-          accO:set(pv(accO, a, b, 1))
+          pv(accO, a, b, 1)
         end
         wg.commit_group()
+      end
+      -- P (f32, accumulator order) to bf16 pairs in pB: register r holds
+      -- elements 2r (low half) and 2r + 1; after the P V that reads pB is done
+      local function set_p(p)
+        local packed = {}
+        for r = 0, NACC_S / 2 - 1 do
+          packed[r] = cute.arch.asm(cute.uint32, "cvt.rn.bf16x2.f32 $0, $1, $2;", "=r,f,f", p[2 * r + 1], p[2 * r])
+        end
+        pB:set_elements(packed)
       end
 
       -- the online softmax of S (key block j; masked: columns past S and,
@@ -335,7 +342,7 @@ function M.make_kernel(opts)
       wg.fence_operand(accS)
       pipe_k:consumer_release(sk)
       sk:advance()
-      pB:set_elements(softmax(nkv - 1, true))
+      set_p(softmax(nkv - 1, true))
 
       for i in cute.range(1, nkv) do
         local j = nkv - 1 - i
@@ -356,7 +363,7 @@ function M.make_kernel(opts)
           wg.fence_operand(accO)
           pipe_v:consumer_release(sv)
           sv:advance()
-          pB:set_elements(p)
+          set_p(p)
         else
           rescale_o()
           pipe_v:consumer_wait(sv)
@@ -371,7 +378,7 @@ function M.make_kernel(opts)
           wg.fence_operand(accS)
           pipe_k:consumer_release(sk)
           sk:advance()
-          pB:set_elements(softmax(j, false))
+          set_p(softmax(j, false))
         end
       end
       -- the last P V
