@@ -257,6 +257,37 @@ double cute_cuda_now_us(void);
    way: lua_close of a state that loaded cute does it, and so do os.exit and
    cuteluajit; a C host that calls exit() without lua_close calls it first. */
 void cute_cuda_warmup_wait(void);
+
+/* ---- TMA tensor maps (sm_90) -------------------------------------------- */
+/* The arguments of cuTensorMapEncodeTiled, dimension 0 innermost.  Enum
+   values are the driver's: dtype CU_TENSOR_MAP_DATA_TYPE_* (UINT8 = 0 ..
+   TFLOAT32_FTZ = 12), interleave NONE/16B/32B = 0/1/2, swizzle
+   NONE/32B/64B/128B = 0..3, l2_promotion NONE/64B/128B/256B = 0..3,
+   oob_fill NONE (zeros) / NAN_REQUEST_ZERO_FMA = 0/1.  global_strides[i] is
+   the byte stride of dimension i + 1. */
+typedef struct cute_tensor_map_args {
+  int dtype;
+  int rank;
+  uint64_t global_address;
+  uint64_t global_dim[5];
+  uint64_t global_strides[4];
+  uint32_t box_dim[5];
+  uint32_t element_strides[5];
+  int interleave, swizzle, l2_promotion, oob_fill;
+} cute_tensor_map_args;
+/* Bytes per element of a CU_TENSOR_MAP_DATA_TYPE_* value (0: unknown). */
+int cute_tensor_map_elem_bytes(int dtype);
+/* The checks the driver documents for cuTensorMapEncodeTiled, without a
+   driver: 0, or CUTE_E_ARG with a message naming the argument and value. */
+int cute_tensor_map_check(const cute_tensor_map_args *a, cute_err *err);
+/* Check, then encode into map (128 bytes, 64-byte aligned) through the
+   driver's cuTensorMapEncodeTiled (CUTE_E_UNSUPPORTED when it has none). */
+int cute_tensor_map_encode_tiled(void *map, const cute_tensor_map_args *a, cute_err *err);
+/* cuTensorMapEncodeIm2col: a's box_dim is unused; lower/upper: rank - 2
+   corners each; channels_per_pixel, pixels_per_column: 1..256. */
+int cute_tensor_map_encode_im2col(void *map, const cute_tensor_map_args *a, const int *lower,
+                                  const int *upper, uint32_t channels_per_pixel,
+                                  uint32_t pixels_per_column, cute_err *err);
 /* CDEF END */
 
 #if defined(__GNUC__)

@@ -308,6 +308,15 @@ static int ensure_ctx(cute_err *err) {
 
 int cute_cuda_init(cute_err *err) { return ensure_driver(err); }
 
+/* The driver's tensor-map encoders for cuda_tma.c (NULL where the driver has none). */
+int cute_cuda_tma_fns_(void **tiled, void **im2col, cute_err *err) {
+  int s = ensure_driver(err);
+  if (s) return s;
+  memcpy(tiled, &cu.TensorMapEncodeTiled, sizeof *tiled);
+  memcpy(im2col, &cu.TensorMapEncodeIm2col, sizeof *im2col);
+  return CUTE_OK;
+}
+
 int cute_cuda_available(cute_err *err) {
   if (ensure_driver(err)) return 0;
   int n = 0;

@@ -57,6 +57,14 @@ typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef size_t (*CUoccupancyB2DSize)(int block_size);
 typedef struct cute_cu_launch_config CUlaunchConfig;
+typedef unsigned int cuuint32_t;
+typedef unsigned long long cuuint64_t;
+typedef struct { _Alignas(64) unsigned long long opaque[16]; } CUtensorMap;
+typedef int CUtensorMapDataType;
+typedef int CUtensorMapInterleave;
+typedef int CUtensorMapSwizzle;
+typedef int CUtensorMapL2promotion;
+typedef int CUtensorMapFloatOOBfill;
 #endif
 
 /* Constants we pass to the driver (checked against cuda.h by tests/cuda_abi.c). */
@@ -148,7 +156,18 @@ enum {
      unsigned int by, unsigned int bz, unsigned int smem, CUstream stream, void **params, \
      void **extra)) \
   X(LaunchKernelEx, cuLaunchKernelEx, cuLaunchKernelEx, 0, \
-    (const CUlaunchConfig *config, CUfunction fn, void **params, void **extra))
+    (const CUlaunchConfig *config, CUfunction fn, void **params, void **extra)) \
+  X(TensorMapEncodeTiled, cuTensorMapEncodeTiled, cuTensorMapEncodeTiled, 0, \
+    (CUtensorMap *map, CUtensorMapDataType dtype, cuuint32_t rank, void *global_address, \
+     const cuuint64_t *global_dim, const cuuint64_t *global_strides, const cuuint32_t *box_dim, \
+     const cuuint32_t *element_strides, CUtensorMapInterleave interleave, \
+     CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob)) \
+  X(TensorMapEncodeIm2col, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2col, 0, \
+    (CUtensorMap *map, CUtensorMapDataType dtype, cuuint32_t rank, void *global_address, \
+     const cuuint64_t *global_dim, const cuuint64_t *global_strides, const int *lower, \
+     const int *upper, cuuint32_t channels_per_pixel, cuuint32_t pixels_per_column, \
+     const cuuint32_t *element_strides, CUtensorMapInterleave interleave, \
+     CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob))
 
 /* X(NAME, value, hint); hint "" when there is nothing useful to add. */
 #define CUTE_CUDA_ERRORS(X) \

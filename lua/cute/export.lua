@@ -52,6 +52,8 @@ local function build_one(what, k, args, nargs, fn, arch, want_cubin)
     local cname, ctype
     if p.kind == "ptr" then
       cname, ctype = base, "CUdeviceptr"
+    elseif p.kind == "bytes" then
+      cf.fail(("cute.export: argument %d (%s): TMA atoms (by-value tensor maps) cannot be exported yet"):format(p.arg, base))
     elseif p.kind == "scalar" then
       cname = base
       local info = dt.scalars[p.t]

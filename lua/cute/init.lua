@@ -130,7 +130,10 @@ for _, n in ipairs({ "make_copy_atom", "make_tiled_copy_tv", "make_tiled_copy_A"
   cute[n] = copy_atom[n]
 end
 -- cute.copy(src, dst) or cute.copy(atom, src, dst) (a universal-copy atom)
+local tma_copy = require("cute.tma_copy") -- TMA (docs/HOPPER.md, "TMA")
+tma_copy.install(cute.nvgpu.cpasync)
 cute.copy = function(a, ...)
+  if tma_copy.is_atom(a) then return tma_copy.copy(a, ...) end
   if copy_atom.is_copy_atom(a) or copy_atom.is_tiled_copy(a) then return require("cute.copy_partition").copy(a, ...) end
   return tensor.copy(a, ...)
 end
@@ -154,6 +157,7 @@ dual("logical_divide", tensor.logical_divide)
 dual("tiled_divide", tensor.tiled_divide)
 dual("flat_divide", tensor.flat_divide)
 dual("dice", tensor.dice)
+dual("group_modes", tma_copy.group_modes) -- (kernel tensors: lua/cute/tma_copy.lua)
 dual("size", tensor.size_of) -- i64 when a tensor's size can exceed 2^31 - 1
 do -- cute.size of a register tensor (tiled_mma:make_fragment_*) or a TensorSSA value: its (mode's) size
   local size, regs, ssa = cute.size, require("cute.mma_partition"), require("cute.tensor_ssa")

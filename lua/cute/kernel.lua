@@ -295,7 +295,10 @@ function Kernel:trace(...)
     local function pname(i) return pnames[i] or ("arg" .. i) end
     for i = 1, nargs do
       local a = args[i]
-      if is_host_tensor(a) then
+      local amt = type(a) == "table" and getmetatable(a)
+      if amt and amt.__cute_param then -- argument kinds of other modules (TMA atoms: cute.tma_copy)
+        targs[i] = amt.__cute_param(a, { ir = ir, name = pname(i), plan = plan, arg = i })
+      elseif is_host_tensor(a) then
         local elem = tr.dtype_ir[a.dtype.name]
         if not elem then cf.fail(("cute.kernel %s: argument %d: unsupported dtype %s"):format(self.name, i, tostring(a.dtype.name))) end
         local pt = C.cute_ir_t_ptr(ir, elem, C.CUTE_AS_GLOBAL)

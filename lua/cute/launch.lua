@@ -68,6 +68,10 @@ local function make_writer(plan, nargs)
     local p = plan[j]
     if p.kind == "ptr" then
       lines[j] = ("slots[%d] = a%d.ptr"):format(j - 1, p.arg)
+    elseif p.kind == "bytes" then -- a by-value parameter (a TMA atom's CUtensorMap): points at its bytes
+      ptrs[j] = params
+      lines[j] = ("if not a%d.encoded then unencoded(%d, %q) end; ptrs[%d][%d] = a%d.desc"):format(p.arg, p.arg,
+        p.name or "", j, j - 1, p.arg)
     elseif p.kind == "scalar" then
       ptrs[j] = ffi.cast(scalar_ctype[p.t], slots + (j - 1))
       local conv = scalar_conv[p.t]
@@ -86,9 +90,9 @@ local function make_writer(plan, nargs)
   for i = 1, math.max(nargs, 1) do anames[i] = "a" .. i end
   local locals = {} -- the conversions as upvalues: local f16 = conv.f16 ...
   for name in pairs(conv_fns) do locals[#locals + 1] = ("local %s = conv.%s"):format(name, name) end
-  local fill = assert(loadstring(("local conv, bad_div = ...\n%s\nreturn function(slots, ptrs, %s)\n%s\nend"):format(
+  local fill = assert(loadstring(("local conv, bad_div, unencoded = ...\n%s\nreturn function(slots, ptrs, %s)\n%s\nend"):format(
     table.concat(locals, "\n"), table.concat(anames, ", "), table.concat(lines, "\n")), "=[cute launch fill]"))(
-    conv_fns, bad_div)
+    conv_fns, bad_div, function(...) return require("cute.tma").unencoded(...) end)
   return slots, params, ptrs, fill
 end
 M.make_writer = make_writer

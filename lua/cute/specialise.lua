@@ -186,6 +186,8 @@ local function arg_key(a)
   if ta == "table" then
     if rawget(a, "_cute_sig") then return tensor_sig(a) end
     if is_scalar(a) then return scalar_keys[a.t] end
+    local mt = getmetatable(a)
+    if mt and mt.__cute_key then return a._key end -- (TMA atoms and coordinate tensors: their own key)
     if is_host_tensor(a) then return tensor_sig(a) end
     return M.value_key(a) or BAD
   elseif ta == "number" then
