@@ -420,6 +420,34 @@ do
   arg, CUTE_EXAMPLE_LIB = saved, lib
 end
 
+-- the (S, D, B*H) view of a (B*H, S, D) tensor q (device tensor or
+-- cute.tensor_spec) that the TMA atoms are made from: the contiguous D first
+-- in the tensor map, rows past S of one head zero-filled (not the next
+-- head's); S a run-time extent (one compile for every S)
+local function seq_view(q)
+  local bh, s, d = q.shape[1], q.shape[2], q.shape[3]
+  return { shape = { s, d, bh }, strides = { d, 1, s * d }, dtype = q.dtype, ptr = q.ptr, dynamic = true }
+end
+
+-- the kernel's arguments for q, k, v, o (B*H, S, D): TMA atoms and their
+-- coordinate tensors for Q (BM x D tiles) and K, V (BN x D tiles), O, S
+function M.kernel_args(cfg, q, k, v, o)
+  local L = M.smem_layouts(cfg)
+  local cpa = cute.nvgpu.cpasync
+  local g2s = cpa.CopyBulkTensorTileG2SOp()
+  local aq, tq = cpa.make_tiled_tma_atom(g2s, seq_view(q), L.q, { BM, cfg.d })
+  local ak, tk = cpa.make_tiled_tma_atom(g2s, seq_view(k), L.kv_stage, { BN, cfg.d })
+  local av, tv = cpa.make_tiled_tma_atom(g2s, seq_view(v), L.kv_stage, { BN, cfg.d })
+  return { aq, tq, ak, tk, av, tv, cute.dynamic(o, { divisibility = 8 }), cute.Int32(q.shape[2]) }
+end
+
+-- compile (no GPU needed) the kernel of opts for bh heads of sequence length s
+function M.compile_spec(opts, bh, s)
+  local cfg = M.config(opts)
+  local t = cute.tensor_spec({ bh, s, cfg.d }, bf16)
+  return M.make_kernel(opts):compile(unpack(M.kernel_args(cfg, t, t, t, t)))
+end
+
 -- the launch of kernel `kern` (M.make_kernel(opts)) on device tensors q, k, v, o
 -- of shape (B*H, S, D): the TMA atoms built on the host, the grid; returns a
 -- function that launches it and the kernel's argument list
