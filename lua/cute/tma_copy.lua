@@ -43,7 +43,7 @@ M.is_atom = function(x) return is_katom(x) end
 -- Kernel:trace's hook (__cute_param): the parameter and the kernel-side value
 tma.Atom.__cute_param = function(a, p)
   local bt = C.cute_ir_t_bytes(p.ir, 128, 64)
-  local ref = C.cute_ir_param(p.ir, bt, p.name, C.CUTE_P_GRID_CONSTANT, 64)
+  local ref = C.cute_ir_param(p.ir, bt, p.name, C.CUTE_P_GRID_CONSTANT, 0)
   if ref == 0 then tr.ir_fail() end
   p.plan[#p.plan + 1] = { kind = "bytes", arg = p.arg, name = p.name }
   return setmetatable({ host = a, param = tr.mk(ref, bt) }, KAtom)
