@@ -438,7 +438,7 @@ function M.kernel_args(cfg, q, k, v, o)
   local aq, tq = cpa.make_tiled_tma_atom(g2s, seq_view(q), L.q, { BM, cfg.d })
   local ak, tk = cpa.make_tiled_tma_atom(g2s, seq_view(k), L.kv_stage, { BN, cfg.d })
   local av, tv = cpa.make_tiled_tma_atom(g2s, seq_view(v), L.kv_stage, { BN, cfg.d })
-  return { aq, tq, ak, tk, av, tv, cute.dynamic(o, { divisibility = 8 }), cute.Int32(q.shape[2]) }
+  return { aq, tq, ak, tk, av, tv, cute.dynamic(o, { divisibility = 8, index_bits = 32 }), cute.Int32(q.shape[2]) }
 end
 
 -- compile (no GPU needed) the kernel of opts for bh heads of sequence length s
