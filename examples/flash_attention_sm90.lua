@@ -68,10 +68,12 @@ function M.config(opts, level)
     error(("flash_attention_sm90: producer_regs = %d, consumer_regs = %d: 128 x %d + 256 x %d registers exceed the 65536 of an SM")
       :format(preg, creg, preg, creg), level)
   end
-  local overlap = opts.overlap
+  local overlap, pingpong = opts.overlap, opts.pingpong
   if overlap == nil then overlap = true end
+  if pingpong == nil then pingpong = true end
   return { d = d, causal = opts.causal and true or false, scale = opts.scale or 1 / math.sqrt(d),
     stages = stages, producer_regs = preg, consumer_regs = creg, overlap = overlap and true or false,
+    pingpong = pingpong and true or false,
     smem = smem }
 end
 
@@ -119,7 +121,7 @@ end
 
 function M.make_kernel(opts)
   local cfg = M.config(opts, 3)
-  local D, CAUSAL, STAGES, OVERLAP = cfg.d, cfg.causal, cfg.stages, cfg.overlap
+  local D, CAUSAL, STAGES, OVERLAP, PINGPONG = cfg.d, cfg.causal, cfg.stages, cfg.overlap, cfg.pingpong
   local SCALE_LOG2 = cfg.scale * LOG2E
   local L = M.smem_layouts(cfg)
   local QK_STEPS, PV_STEPS = D / 16, BN / 16
@@ -140,8 +142,8 @@ function M.make_kernel(opts)
       a_major = "K", b_major = "MN", a_src = "rmem" }
   end
 
-  local name = ("flash_attention_sm90_d%d_s%d%s%s"):format(D, STAGES, CAUSAL and "_causal" or "",
-    OVERLAP and "" or "_serial")
+  local name = ("flash_attention_sm90_d%d_s%d%s%s%s"):format(D, STAGES, CAUSAL and "_causal" or "",
+    OVERLAP and "" or "_serial", PINGPONG and "" or "_nopp")
   return cute.kernel(function(tma_q, mQ, tma_k, mK, tma_v, mV, O, S)
     local tid = cute.arch.thread_idx()
     local bx, bh = cute.arch.block_idx()
@@ -327,6 +329,23 @@ function M.make_kernel(opts)
         accO:set_elements(o)
       end
 
+      -- ping-pong between the two consumer warpgroups (pingpong = true): a
+      -- warpgroup issues its wgmma only in its turn (named barrier 1 + c:
+      -- bar.sync of its 128 threads + bar.arrive of the other 128), and passes
+      -- the turn once they are issued, so one warpgroup's softmax runs while
+      -- the other's GEMMs own the tensor cores. Warpgroup 0 starts; each
+      -- warpgroup takes nkv + 1 turns, and the second one does not pass its
+      -- last (no arrival left pending on a barrier).
+      local function turn_wait()
+        if PINGPONG then cute.arch.barrier{ barrier_id = 1 + c, number_of_threads = 256 } end
+      end
+      local function turn_pass()
+        if PINGPONG then cute.arch.barrier_arrive{ barrier_id = 2 - c, number_of_threads = 256 } end
+      end
+      if PINGPONG then
+        if c == 1 then cute.arch.barrier_arrive{ barrier_id = 1, number_of_threads = 256 } end
+      end
+
       -- the masked block comes first (keys visited from the last block): with
       -- BM = BN the diagonal block and the block holding key S - 1 are both
       -- block nkv - 1 (masked whatever S is: S is known only at run time)
@@ -337,7 +356,9 @@ function M.make_kernel(opts)
 
       -- block nkv - 1: S, softmax, P (its P V waits for the next block's S)
       pipe_k:consumer_wait(sk)
+      turn_wait()
       issue_qk(sk.index)
+      turn_pass()
       wg.wait_group(0)
       wg.fence_operand(accS)
       pipe_k:consumer_release(sk)
@@ -346,14 +367,17 @@ function M.make_kernel(opts)
 
       for i in cute.range(1, nkv) do
         local j = nkv - 1 - i
+        -- O rescaled for the P waiting in pB, then S_j = Q K_j^T and
+        -- O += P V_{j+1} issued together
+        pipe_k:consumer_wait(sk)
+        pipe_v:consumer_wait(sv)
+        rescale_o()
+        turn_wait()
+        issue_qk(sk.index)
+        issue_pv(sv.index)
+        turn_pass()
         if OVERLAP then
-          -- S_j on the tensor cores, then P_{j+1} V_{j+1} behind it; the softmax
-          -- of S_j runs while P V is in flight
-          pipe_k:consumer_wait(sk)
-          issue_qk(sk.index)
-          rescale_o()
-          pipe_v:consumer_wait(sv)
-          issue_pv(sv.index)
+          -- S_j done (P V may still run): its softmax overlaps P V
           wg.wait_group(1)
           wg.fence_operand(accS)
           pipe_k:consumer_release(sk)
@@ -365,26 +389,22 @@ function M.make_kernel(opts)
           sv:advance()
           set_p(p)
         else
-          rescale_o()
-          pipe_v:consumer_wait(sv)
-          issue_pv(sv.index)
-          wg.wait_group(0)
-          wg.fence_operand(accO)
-          pipe_v:consumer_release(sv)
-          sv:advance()
-          pipe_k:consumer_wait(sk)
-          issue_qk(sk.index)
           wg.wait_group(0)
           wg.fence_operand(accS)
+          wg.fence_operand(accO)
           pipe_k:consumer_release(sk)
           sk:advance()
+          pipe_v:consumer_release(sv)
+          sv:advance()
           set_p(softmax(j, false))
         end
       end
       -- the last P V
-      rescale_o()
       pipe_v:consumer_wait(sv)
+      rescale_o()
+      turn_wait()
       issue_pv(sv.index)
+      if c == 0 then turn_pass() end
       wg.wait_group(0)
       wg.fence_operand(accO)
       pipe_v:consumer_release(sv)
