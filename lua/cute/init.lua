@@ -170,6 +170,11 @@ do -- cute.size of a register tensor (tiled_mma:make_fragment_*) or a TensorSSA 
   end
 end
 
+-- Hopper pipelines (cute.pipeline) and the persistent tile scheduler (cute.utils): docs/HOPPER.md
+cute.pipeline = require("cute.pipeline")
+cute.utils = cute.utils or {}
+for k, v in pairs(require("cute.tile_scheduler").exports) do cute.utils[k] = v end
+
 cute.version = ffi.string(cf.C.cute_version())
 
 -- The background warm-ups (LLVM's, started by cute.kernel; the driver JIT's,
