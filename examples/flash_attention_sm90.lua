@@ -174,13 +174,15 @@ function M.make_kernel(opts)
         cute.arch.mbarrier_init(barQ, 1)
       end
     end
-    -- the pipelines: one TMA producer thread, 256 consumer threads
+    -- the pipelines: the producer is TMA (one elected thread arrives with the
+    -- transaction count), the consumers release a stage once per consumer
+    -- warp (8 arrivals); barriers initialised here, one fence + sync below
     local P = cute.pipeline
     local function ring(bar)
       return P.PipelineTmaAsync.create{ barrier_storage = bar, num_stages = STAGES,
         producer_group = P.CooperativeGroup(P.Agent.Thread, 1),
-        consumer_group = P.CooperativeGroup(P.Agent.Thread, 256),
-        tx_count = TX_KV, cta_layout_vmnk = cute.make_layout({ 1, 1, 1, 1 }) }
+        consumer_group = P.CooperativeGroup(P.Agent.Thread, 8),
+        tx_count = TX_KV, cta_layout_vmnk = cute.make_layout({ 1, 1, 1, 1 }), defer_sync = true }
     end
     local pipe_k, pipe_v = ring(barK), ring(barV)
     cute.arch.mbarrier_init_fence()
@@ -221,7 +223,7 @@ function M.make_kernel(opts)
           st:advance()
         end
         -- do not leave before the consumers have taken the last buffers
-        pipe_k:producer_tail(st)
+        pipe_k:producer_tail(st:clone())
         pipe_v:producer_tail(st)
       end
     else
