@@ -463,11 +463,14 @@ function M.kernel_args(cfg, q, k, v, o)
   return { aq, tq, ak, tk, av, tv, cute.dynamic(o, { divisibility = 8, index_bits = 32 }), cute.Int32(q.shape[2]) }
 end
 
--- compile (no GPU needed) the kernel of opts for bh heads of sequence length s
-function M.compile_spec(opts, bh, s)
+-- compile (no GPU needed) the kernel of opts for bh heads of sequence length
+-- s; kernel_opts: compile options on top (e.g. {cache = false} for a cold compile)
+function M.compile_spec(opts, bh, s, kernel_opts)
   local cfg = M.config(opts)
   local t = cute.tensor_spec({ bh, s, cfg.d }, bf16)
-  return M.make_kernel(opts):compile(unpack(M.kernel_args(cfg, t, t, t, t)))
+  local k = M.make_kernel(opts)
+  if kernel_opts then k = k:with(kernel_opts) end
+  return k:compile(unpack(M.kernel_args(cfg, t, t, t, t)))
 end
 
 -- the launch of kernel `kern` (M.make_kernel(opts)) on device tensors q, k, v, o
