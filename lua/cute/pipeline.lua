@@ -191,7 +191,8 @@ function Pipeline.full_barrier(p, i) return p.storage:ptr_at(i) end
 function Pipeline.empty_barrier(p, i) return p.storage:ptr_at(i + p.num_stages) end
 
 local function need_state(p, s, what)
-  if getmetatable(p) == nil or type(p) ~= "table" or not p.num_stages then
+  local mt = getmetatable(p)
+  if mt ~= Pipeline and mt ~= M.PipelineTmaAsync then
     fail(("%s: call it with ':' on a pipeline (p:%s(state))"):format(what, what:match("[%w_]+$")))
   end
   if not is_state(s) then fail(("%s(state): expected a cute.pipeline state, got %s"):format(what, show(s))) end
