@@ -159,6 +159,7 @@ local function make_op(name, fields)
   fields.op_name = name
   return freeze("cute.nvgpu." .. name, fields, Op)
 end
+M.make_op = make_op -- (cute.wgmma's warpgroup ops)
 
 ----------------------------------------------------------------------------
 -- The ops
@@ -344,6 +345,7 @@ function M.make_mma_atom(op)
     cf.failf("cute.make_mma_atom", "%s is not an MMA op (cute.nvgpu.warp.MmaF16BF16Op{...}, cute.nvgpu.MmaUniversalOp(dtype)...)",
       is_atom(op) and "an MMA atom" or show(op))
   end
+  if op.kind == "wgmma" then return freeze("MmaAtom", require("cute.wgmma").atom_fields(op), Atom) end
   local m, n, k = op.shape_mnk[1], op.shape_mnk[2], op.shape_mnk[3]
   local la, lb, lc = traits[op.kind .. "/" .. k]()
   local nthr = op.kind == "universal" and 1 or 32
@@ -449,6 +451,8 @@ function TiledMma.make_fragment_A(t, x) return part().make_fragment(t, "A", x) e
 function TiledMma.make_fragment_B(t, x) return part().make_fragment(t, "B", x) end
 function TiledMma.make_fragment_C(t, x) return part().make_fragment(t, "C", x) end
 function M.gemm(...) return part().gemm(...) end
+-- tiled_mma:set("accumulate", x) (warpgroup MMAs: cute.wgmma)
+function TiledMma.set(t, field, value) return require("cute.wgmma").set_field(t, field, value) end
 
 -- cute.make_tiled_mma(op_or_atom [, atom_layout_mnk [, permutation_mnk]]):
 -- atom_layout_mnk a layout or a shape ({2,2,1}: 2 x 2 atoms along M and N,

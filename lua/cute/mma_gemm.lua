@@ -190,6 +190,7 @@ function M.gemm(t, D, A, B, Cc)
     failf(what, "the first argument %s is not a tiled MMA (cute.make_tiled_mma)", tostring(t))
   end
   local atom = t.atom
+  if atom.op.kind == "wgmma" then return require("cute.wgmma").gemm(t, D, A, B, Cc) end
   check_target(atom, what)
   local nthr = require("cute.layout").size(atom.thr_id)
   local am, an, ak = atom.shape_mnk[1], atom.shape_mnk[2], atom.shape_mnk[3]

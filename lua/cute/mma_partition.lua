@@ -283,6 +283,7 @@ function M.get_slice(t, idx)
     end
     -- thread indices are below 2^31: the coordinate math in 32 bits
     if idx.t ~= tr.T.I32 then idx = tr.cvt(idx, tr.T.I32) end
+    if t.atom.op.kind == "wgmma" then require("cute.wgmma").check_block(t) end
   end
   return setmetatable({ tiled_mma = t, thr_idx = idx, thr_vmnk = vmnk_coord(t.thr_layout_vmnk, idx) }, ThrMma)
 end
@@ -313,8 +314,14 @@ local function partition(thr, which, T)
     failf(what, "the tensor's shape %s must be static (take a tile of it with cute.local_tile)",
       ten.describe(s))
   end
+  -- modes after the first two (e.g. pipeline stages) are carried through unpartitioned
+  local extra_s, extra_d = {}, {}
+  if type(s) == "table" and #s > 2 and type(d) == "table" and #d == #s then
+    for i = 3, #s do extra_s[#extra_s + 1], extra_d[#extra_d + 1] = s[i], d[i] end
+    s, d = { s[1], s[2] }, { d[1], d[2] }
+  end
   if type(s) ~= "table" or #s ~= 2 then
-    failf(what, "the tensor %s must have rank 2 (%s,%s)", ten.describe(s), md[1], md[2])
+    failf(what, "the tensor %s must have rank 2 (%s,%s) or more", ten.describe(s), md[1], md[2])
   end
   local tile = { t.tile_size_mnk[md[3]], t.tile_size_mnk[md[4]] }
   for i = 1, 2 do
@@ -333,8 +340,13 @@ local function partition(thr, which, T)
   end
   local v = thr.thr_vmnk
   local c = { { v[1], { v[md[3] + 1], v[md[4] + 1] } }, { _, { _, _ } } }
+  if #extra_s > 0 then
+    tree = { shape = { tree.shape[1], tree.shape[2], unpack(extra_s) },
+      stride = { tree.stride[1], tree.stride[2], unpack(extra_d) } }
+    for _i = 1, #extra_s do c[#c + 1] = _ end
+  end
   local sub = ten.make(T.ptr, T.off, tree, T.elem, T.space, T.align, T.idx)
-  return sub:slice(c)
+  return sub:slice(c) -- (MMA, MMA_M, MMA_K, extra modes...)
 end
 function ThrMma.partition_A(thr, T) return partition(thr, "A", T) end
 function ThrMma.partition_B(thr, T) return partition(thr, "B", T) end
@@ -352,6 +364,10 @@ end
 -- make_fragment_X(x): x a partitioned tensor, a register tensor or a shape
 local function make_fragment(t, which, x)
   local what = "TiledMMA:make_fragment_" .. which
+  -- a warpgroup MMA's shared-memory operands: descriptor tensors (cute.wgmma)
+  if t.atom.op.kind == "wgmma" and (which == "B" or (which == "A" and t.atom.op.a_src == "smem")) then
+    return require("cute.wgmma").make_desc_fragment(t, which, x)
+  end
   local shape
   if ten.is_tensor(x) then shape = x.layout.shape
   elseif is_reg(x) then shape = x._shape
