@@ -306,7 +306,8 @@ static int uses_fp8_mma(const cute_ir *ir) {
    cute.arch (elect, expect_tx, fence.proxy.async, bulk copies, remote mbarrier
    arrives, setmaxnreg, wgmma): PTX 8.0, raised when no version was asked for */
 static const char *const ptx80_only[] = {"elect.sync", "expect_tx", "fence.proxy.async", "fence.mbarrier_init",
-                                         "cp.async.bulk", "shared::cluster.b64", "setmaxnreg.", "wgmma."};
+                                         "cp.async.bulk", "shared::cluster.b64", "setmaxnreg.", "wgmma.",
+                                         "cp.reduce.async.bulk", "prefetch.tensormap"};
 static int uses_ptx80(const cute_ir *ir) {
   for (int32_t fi = 1; fi < ir->nfuncs; fi++)
     for (int32_t i = 1; i < ir->funcs[fi].ninst; i++) {
