@@ -1,7 +1,8 @@
 -- FlashAttention-3-style forward for Hopper (examples/flash_attention_sm90.lua;
 -- docs/HOPPER.md, "FlashAttention-3-style forward"): the fragment maps the
--- kernel relies on (wgmma's accumulator and A-from-registers layouts, the
--- accumulator of S = Q K^T reused as the A operand of O += P V); the PTX for
+-- kernel relies on (wgmma's accumulator and A-from-registers layouts, checked
+-- against the warpgroup TiledMMA's partition_C / partition_A for every thread;
+-- the accumulator of S = Q K^T reused as the A operand of O += P V); the PTX for
 -- D = 64 and 128, causal and not (wgmma m64n128k16 / m64nDk16 with A from
 -- registers and B transposed, TMA loads, mbarrier try_wait.parity,
 -- setmaxnreg, elect.sync, quad shuffles, ex2.approx), assembled by ptxas for
@@ -48,20 +49,56 @@ describe("FlashAttention-3-style forward (sm_90a)", function()
     assert.are.same({}, bad)
   end)
 
-  it("the accumulator map covers each of the 64 x BN elements of S exactly once over the warpgroup", function()
-    local seen, dup = {}, 0
-    for t = 0, 127 do
-      for i = 0, FA3.BN / 2 - 1 do
-        local r, c = FA3.acc_coord(t, i)
-        local key = r * FA3.BN + c
-        if seen[key] then dup = dup + 1 end
-        seen[key] = true
+  -- the kernel's maps against the TiledMMA of cute.nvgpu.warpgroup (CuTe's
+  -- wgmma traits: partition_C / partition_A of identity tensors), every thread
+  local function against_tiled_mma(a_src, fn)
+    local bad, n = {}, 0
+    local k = cute.kernel(function(X)
+      local op = cute.nvgpu.warpgroup.MmaF16BF16Op(cute.bfloat16, cute.float32, { 64, FA3.BN, 16 }, { a_src = a_src })
+      local tm = cute.make_tiled_mma(op, { 1, 1, 1 })
+      for t = 0, 127 do
+        n = n + fn(tm:get_slice(t), t, bad)
       end
-    end
-    local n = 0
-    for _ in pairs(seen) do n = n + 1 end
-    assert.are.equal(0, dup)
-    assert.are.equal(64 * FA3.BN, n)
+      X[0] = 0
+    end, { name = "fa3_maps", arch = "sm_90a" })
+    k:ir(cute.tensor_spec({ 1 }, cute.float32))
+    return n, bad
+  end
+
+  it("thread t's accumulator element i is at row 16 (t/32) + (t%32)/4 + 8 ((i/2)%2), column 8 (i/4) + 2 (t%4) + i%2 (partition_C)", function()
+    local n, bad = against_tiled_mma("smem", function(thr, t, bad)
+      local cc = thr:partition_C(cute.make_identity_tensor({ 64, FA3.BN }))
+      for i = 0, FA3.BN / 2 - 1 do
+        local rc = cc[i]
+        local r, c = FA3.acc_coord(t, i)
+        if (rc[1] ~= r or rc[2] ~= c) and #bad < 5 then
+          bad[#bad + 1] = ("thread %d element %d: partition_C (%s,%s), acc_coord (%d,%d)"):format(t, i, tostring(rc[1]),
+            tostring(rc[2]), r, c)
+        end
+      end
+      return FA3.BN / 2
+    end)
+    assert.are.equal(128 * FA3.BN / 2, n)
+    assert.are.same({}, bad)
+  end)
+
+  it("the A operand from registers: element e of k-block kb is at a_coord(t, kb, e) (partition_A with a_src = rmem)", function()
+    local n, bad = against_tiled_mma("rmem", function(thr, t, bad)
+      local ca = thr:partition_A(cute.make_identity_tensor({ 64, FA3.BN }))
+      for kb = 0, FA3.BN / 16 - 1 do
+        for e = 0, 7 do
+          local rc = ca[{ e, 0, kb }]
+          local r, c = FA3.a_coord(t, kb, e)
+          if (rc[1] ~= r or rc[2] ~= c) and #bad < 5 then
+            bad[#bad + 1] = ("thread %d kb %d e %d: partition_A (%s,%s), a_coord (%d,%d)"):format(t, kb, e,
+              tostring(rc[1]), tostring(rc[2]), r, c)
+          end
+        end
+      end
+      return FA3.BN / 2
+    end)
+    assert.are.equal(128 * FA3.BN / 2, n)
+    assert.are.same({}, bad)
   end)
 
   it("bad configurations are errors at the caller's line", function()
