@@ -6,9 +6,10 @@
 -- cuDNN, >= 1.8x flash), and the kernel's cold compile time (trace + LLVM +
 -- ptxas, disk cache off).
 --   cuteluajit bench/flash_attention_sm90.lua [B] [H] [S] [D] [torch.json]
--- FA3_STAGES, FA3_OVERLAP=0, FA3_PRODUCER_REGS, FA3_CONSUMER_REGS (environment)
--- choose another configuration (default 2 stages, softmax overlapped with
--- wgmma, 24 / 240 registers).
+-- FA3_STAGES, FA3_OVERLAP=0, FA3_PINGPONG=0, FA3_PRODUCER_REGS, FA3_CONSUMER_REGS
+-- (environment) choose another configuration (default 2 stages, softmax
+-- overlapped with wgmma, ping-pong between the consumer warpgroups, 24 / 240
+-- registers).
 -- Without a JSON file it runs python3 bench/flash_attention_torch.py B H S D
 -- cudnn,flash itself (no baseline when PyTorch is missing). Timing:
 -- bench/timing.lua (warm-up >= 200 ms, >= 50 alternating rounds, medians).
@@ -62,6 +63,7 @@ local tm = timing.new()
 local env_n = function(name) return tonumber(os.getenv(name)) end
 for _, causal in ipairs({ false, true }) do
   local opts = { d = D, causal = causal, stages = env_n("FA3_STAGES"), overlap = os.getenv("FA3_OVERLAP") ~= "0",
+    pingpong = os.getenv("FA3_PINGPONG") ~= "0",
     producer_regs = env_n("FA3_PRODUCER_REGS"), consumer_regs = env_n("FA3_CONSUMER_REGS") }
   local cfg = FA3.config(opts)
   -- cold compile: a fresh kernel object, the disk cache bypassed
@@ -73,8 +75,8 @@ for _, causal in ipairs({ false, true }) do
   print(("  cold compile %s: %.1f ms trace -> cubin (%d registers, %d spill bytes, %d bytes dynamic shared memory)"):format(
     causal and "causal" or "full", total / 1e3, res.info.regs or -1,
     (res.info.spill_stores or 0) + (res.info.spill_loads or 0), res.info.smem_dynamic or -1))
-  local r = tm:time(("ours%s (%d stages%s)"):format(causal and " causal" or "", cfg.stages,
-    cfg.overlap and ", softmax overlapped" or ", serial"), function() launch() end)
+  local r = tm:time(("ours%s (%d stages%s%s)"):format(causal and " causal" or "", cfg.stages,
+    cfg.overlap and ", softmax overlapped" or ", serial", cfg.pingpong and ", ping-pong" or ""), function() launch() end)
   local flops = 4 * B * H * S * S * D / (causal and 2 or 1)
   print(timing.line(r, flops / 1e9, "TFLOP/s"))
   local ours = flops / r.ms.median / 1e9
