@@ -329,6 +329,7 @@ function M.make_kernel(opts)
         local o, cr = accO:elements(), corr:elements()
         for i = 0, NACC_O - 1 do o[i] = o[i] * cr[math.floor(i / 2) % 2] end
         accO:set_elements(o)
+        wg.fence_operand(accO) -- the products are made here, before the wgmma.fence of the next P V
       end
 
       -- ping-pong between the two consumer warpgroups (pingpong = true): a
