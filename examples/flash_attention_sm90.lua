@@ -22,7 +22,10 @@
 --     operand transposed through the descriptor, no copy).
 -- Softmax and tensor cores overlap inside a warpgroup (overlap = true, the
 -- default): S_{j+1} = Q K_{j+1}^T is issued, then O += P_j V_j, and the softmax
--- of S_{j+1} runs while P_j V_j is still on the tensor cores.
+-- of S_{j+1} runs while P_j V_j is still on the tensor cores; and across the
+-- two warpgroups (pingpong = true, the default): they take turns issuing
+-- their wgmma on two named barriers, so one's softmax runs under the other's
+-- GEMMs.
 -- Keys are visited from the last block to the first, so the only masked block
 -- (causal diagonal and / or keys past S) is the first one.
 -- Q, K and V reach shared memory through TMA (rows past S zero-filled by the
@@ -455,6 +458,14 @@ end
 -- the kernel's arguments for q, k, v, o (B*H, S, D): TMA atoms and their
 -- coordinate tensors for Q (BM x D tiles) and K, V (BN x D tiles), O, S
 function M.kernel_args(cfg, q, k, v, o)
+  for i, t in ipairs({ q, k, v, o }) do
+    local sh = type(t) == "table" and t.shape
+    if not (sh and #sh == 3 and sh[1] == q.shape[1] and sh[2] == q.shape[2] and sh[3] == cfg.d and sh[2] >= 1
+      and t.dtype and t.dtype.name == "bfloat16") then
+      error(("flash_attention_sm90: tensor %d (%s) must be a bfloat16 (B*H, S, %d) tensor like q (%s), S >= 1")
+        :format(i, ({ "q", "k", "v", "o" })[i], cfg.d, table.concat(q.shape or {}, ", ")), 3)
+    end
+  end
   local L = M.smem_layouts(cfg)
   local cpa = cute.nvgpu.cpasync
   local g2s = cpa.CopyBulkTensorTileG2SOp()
@@ -479,8 +490,7 @@ end
 -- function that launches it and the kernel's argument list
 function M.launcher(kern, opts, q, k, v, o)
   local cfg = M.config(opts)
-  local bh, s, d = q.shape[1], q.shape[2], q.shape[3]
-  if d ~= cfg.d then error(("flash_attention_sm90: tensors of head dimension %d for a kernel of d = %d"):format(d, cfg.d), 2) end
+  local bh, s = q.shape[1], q.shape[2]
   local args = M.kernel_args(cfg, q, k, v, o)
   local l = kern:launch{ grid = { math.ceil(s / BM), bh, 1 }, block = 384 }
   return function() l(unpack(args)) end, args

@@ -110,6 +110,12 @@ describe("FlashAttention-3-style forward (sm_90a)", function()
       "producer_regs = 20 (a multiple of 8 from 24 to 256)")
     util.expect_error(function() FA3.make_kernel({ d = 64, producer_regs = 56, consumer_regs = 240 }) end,
       "128 x 56 + 256 x 240 registers exceed the 65536 of an SM")
+    local k64 = FA3.make_kernel({ d = 64 })
+    local q = cute.tensor_spec({ 2, 200, 64 }, cute.bfloat16)
+    util.expect_error(function() FA3.launcher(k64, { d = 64 }, q, q, cute.tensor_spec({ 2, 100, 64 }, cute.bfloat16), q) end,
+      "tensor 3 (v) must be a bfloat16 (B*H, S, 64) tensor like q (2, 200, 64)")
+    util.expect_error(function() FA3.launcher(k64, { d = 64 }, q, q, q, cute.tensor_spec({ 2, 200, 64 }, cute.float16)) end,
+      "tensor 4 (o) must be a bfloat16")
   end)
 
   it("the CPU reference: equal keys give the mean of V; causal row 0 is V's row 0", function()
