@@ -29,7 +29,8 @@
 -- Keys are visited from the last block to the first, so the only masked block
 -- (causal diagonal and / or keys past S) is the first one.
 -- Q, K and V reach shared memory through TMA (rows past S zero-filled by the
--- tensor map); O is written from registers, rows past S skipped. S is a
+-- tensor map); O goes through shared memory and a TMA store (epilogue = "tma"),
+-- or straight from registers (epilogue = "direct"). S is a
 -- run-time value: one compile serves every sequence length.
 --
 --   cuteluajit examples/flash_attention_sm90.lua [B] [H] [S] [D] [causal: 0/1]
@@ -71,12 +72,17 @@ function M.config(opts, level)
     error(("flash_attention_sm90: producer_regs = %d, consumer_regs = %d: 128 x %d + 256 x %d registers exceed the 65536 of an SM")
       :format(preg, creg, preg, creg), level)
   end
+  local epilogue = opts.epilogue or "tma"
+  if epilogue ~= "tma" and epilogue ~= "direct" then
+    error(("flash_attention_sm90: epilogue = %s (\"tma\": through shared memory and a TMA store, or \"direct\": " ..
+      "from registers)"):format(tostring(epilogue)), level)
+  end
   local overlap, pingpong = opts.overlap, opts.pingpong
   if overlap == nil then overlap = true end
   if pingpong == nil then pingpong = true end
   return { d = d, causal = opts.causal and true or false, scale = opts.scale or 1 / math.sqrt(d),
     stages = stages, producer_regs = preg, consumer_regs = creg, overlap = overlap and true or false,
-    pingpong = pingpong and true or false,
+    pingpong = pingpong and true or false, epilogue = epilogue,
     smem = smem }
 end
 
@@ -90,6 +96,7 @@ function M.smem_layouts(cfg)
     q = cute.tile_to_shape(atom, { BM, cfg.d }, { 1, 2 }),
     kv = cute.tile_to_shape(atom, { BN, cfg.d, cfg.stages }, { 1, 2, 3 }),
     kv_stage = cute.tile_to_shape(atom, { BN, cfg.d }, { 1, 2 }),
+    o_half = cute.tile_to_shape(atom, { BM / 2, cfg.d }, { 1, 2 }), -- one warpgroup's O tile (TMA store)
   }
 end
 
@@ -125,6 +132,7 @@ end
 function M.make_kernel(opts)
   local cfg = M.config(opts, 3)
   local D, CAUSAL, STAGES, OVERLAP, PINGPONG = cfg.d, cfg.causal, cfg.stages, cfg.overlap, cfg.pingpong
+  local TMA_STORE = cfg.epilogue == "tma"
   local SCALE_LOG2 = cfg.scale * LOG2E
   local L = M.smem_layouts(cfg)
   local QK_STEPS, PV_STEPS = D / 16, BN / 16
@@ -145,9 +153,10 @@ function M.make_kernel(opts)
       a_major = "K", b_major = "MN", a_src = "rmem" }
   end
 
-  local name = ("flash_attention_sm90_d%d_s%d%s%s%s"):format(D, STAGES, CAUSAL and "_causal" or "",
-    OVERLAP and "" or "_serial", PINGPONG and "" or "_nopp")
-  return cute.kernel(function(tma_q, mQ, tma_k, mK, tma_v, mV, O, S)
+  local name = ("flash_attention_sm90_d%d_s%d%s%s%s%s"):format(D, STAGES, CAUSAL and "_causal" or "",
+    OVERLAP and "" or "_serial", PINGPONG and "" or "_nopp", TMA_STORE and "" or "_direct")
+  -- O: the output tensor (epilogue = "direct") or its TMA store atom, mO its coordinates ("tma")
+  return cute.kernel(function(tma_q, mQ, tma_k, mK, tma_v, mV, S, O, mO)
     local tid = cute.arch.thread_idx()
     local bx, bh = cute.arch.block_idx()
     local warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
@@ -423,13 +432,42 @@ function M.make_kernel(opts)
         inv[h] = cute.where(cute.eq(lt, 0.0), 0.0, 1.0 / lt)
       end
       local o = accO:elements()
-      local Oh = O[{ bh, cute._, cute._ }]
-      for h = 0, 1 do
-        local row = q0 + 64 * c + row_in + 8 * h
-        if row < S then
+      if TMA_STORE then
+        -- through shared memory: this warpgroup's 64 rows of Q's buffer (only
+        -- it read them, and its last S = Q K^T is done) take O in Q's swizzled
+        -- layout, then one thread stores the tile with TMA (rows past S are
+        -- outside the tensor map: not written)
+        local sO = cute.local_tile(sQ, { 64, D }, { c, 0 })
+        for h = 0, 1 do
           for n = 0, D / 8 - 1 do
             for e = 0, 1 do
-              Oh[{ row, col_in + 8 * n + e }] = (o[4 * n + 2 * h + e] * inv[h])
+              sO[{ row_in + 8 * h, col_in + 8 * n + e }] = o[4 * n + 2 * h + e] * inv[h]
+            end
+          end
+        end
+        cute.arch.fence_view_async_shared()
+        cute.arch.barrier{ barrier_id = 3 + c, number_of_threads = 128 }
+        if t < 32 then
+          if cute.arch.elect_one() then
+            local cpa = cute.nvgpu.cpasync
+            local gO = cute.local_tile(mO[{ cute._, cute._, bh }], { 64, D }, { 2 * mb + c, 0 })
+            local tOs, tOg = cpa.tma_partition(O, 0, cute.make_layout(1), cute.group_modes(sO, 0, 2),
+              cute.group_modes(gO, 0, 2))
+            cute.copy(O, tOs, tOg)
+            cpa.tma_store_arrive()
+            cpa.tma_store_wait(0) -- shared memory read before the CTA exits
+          end
+        end
+      else
+        -- from registers, one bf16 at a time, rows past S skipped
+        local Oh = O[{ bh, cute._, cute._ }]
+        for h = 0, 1 do
+          local row = q0 + 64 * c + row_in + 8 * h
+          if row < S then
+            for n = 0, D / 8 - 1 do
+              for e = 0, 1 do
+                Oh[{ row, col_in + 8 * n + e }] = o[4 * n + 2 * h + e] * inv[h]
+              end
             end
           end
         end
@@ -472,7 +510,14 @@ function M.kernel_args(cfg, q, k, v, o)
   local aq, tq = cpa.make_tiled_tma_atom(g2s, seq_view(q), L.q, { BM, cfg.d })
   local ak, tk = cpa.make_tiled_tma_atom(g2s, seq_view(k), L.kv_stage, { BN, cfg.d })
   local av, tv = cpa.make_tiled_tma_atom(g2s, seq_view(v), L.kv_stage, { BN, cfg.d })
-  return { aq, tq, ak, tk, av, tv, cute.dynamic(o, { divisibility = 8, index_bits = 32 }), cute.Int32(q.shape[2]) }
+  local args = { aq, tq, ak, tk, av, tv, cute.Int32(q.shape[2]) }
+  if cfg.epilogue == "tma" then
+    local ao, to = cpa.make_tiled_tma_atom(cpa.CopyBulkTensorTileS2GOp(), seq_view(o), L.o_half, { BM / 2, cfg.d })
+    args[8], args[9] = ao, to
+  else
+    args[8] = cute.dynamic(o, { divisibility = 8, index_bits = 32 })
+  end
+  return args
 end
 
 -- compile (no GPU needed) the kernel of opts for bh heads of sequence length

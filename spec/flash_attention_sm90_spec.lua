@@ -103,6 +103,7 @@ describe("FlashAttention-3-style forward (sm_90a)", function()
 
   it("bad configurations are errors at the caller's line", function()
     util.expect_error(function() FA3.make_kernel({ d = 96 }) end, "head dimension d = 96 (64 or 128)")
+    util.expect_error(function() FA3.make_kernel({ d = 64, epilogue = "smem" }) end, "epilogue = smem (\"tma\"")
     util.expect_error(function() FA3.make_kernel({ d = 128, stages = 4 }) end,
       "stages = 4 (an integer >= 1 whose Q, K and V buffers fit 227 KiB")
     util.expect_error(function() FA3.make_kernel({ d = 64, stages = 0 }) end, "stages = 0")
@@ -142,7 +143,9 @@ describe("FlashAttention-3-style forward (sm_90a)", function()
         assert.is_true(count(ptx, "wgmma%.mma_async%.sync%.aligned%.m64n128k16%.f32%.bf16%.bf16 ") > 0, "Q K^T wgmma")
         local pv = ("wgmma%%.mma_async%%.sync%%.aligned%%.m64n%dk16%%.f32%%.bf16%%.bf16 [^\n]*{%%%%r"):format(d)
         assert.is_true(count(ptx, pv) > 0, "P V wgmma with A in registers")
-        assert.is_true(util.has(ptx, "cp.async.bulk.tensor"), "TMA loads")
+        assert.is_true(util.has(ptx, "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"),
+          "TMA loads")
+        assert.is_true(util.has(ptx, "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group"), "TMA store of O")
         assert.is_true(util.has(ptx, "mbarrier.try_wait.parity"), "mbarrier waits")
         assert.is_true(util.has(ptx, "setmaxnreg.inc.sync.aligned.u32 240"), "consumer setmaxnreg")
         assert.is_true(util.has(ptx, "setmaxnreg.dec.sync.aligned.u32 24"), "producer setmaxnreg")
@@ -181,7 +184,8 @@ describe("FlashAttention-3-style forward (sm_90a)", function()
       end
     end
   end
-  for _, v in ipairs({ { overlap = false }, { pingpong = false }, { overlap = false, pingpong = false }, { stages = 3 } }) do
+  for _, v in ipairs({ { overlap = false }, { pingpong = false }, { overlap = false, pingpong = false }, { stages = 3 },
+    { epilogue = "direct" } }) do
     local name = {}
     for k2, x in pairs(v) do name[#name + 1] = k2 .. " = " .. tostring(x) end
     util.gpu_it(("B=2 H=3 S=333 D=128 causal, %s against the CPU reference"):format(table.concat(name, ", ")), function()
