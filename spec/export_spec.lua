@@ -30,9 +30,14 @@ end
 local CFLAGS = "cc -std=c11 -Wall -Wextra -Werror -pedantic"
 
 -- the undefined symbols of an object file, sorted
+-- the object's undefined symbols, less those the compiler itself adds when a
+-- distribution turns hardening on by default (-fstack-protector: libc's
+-- __stack_chk_fail / __stack_chk_guard; seen on the GPU host's Ubuntu cc)
 local function undefined(obj)
   local syms = {}
-  for s in must("nm -u " .. obj):gmatch("U%s+([%w_]+)") do syms[#syms + 1] = s end
+  for s in must("nm -u " .. obj):gmatch("U%s+([%w_]+)") do
+    if not s:match("^__stack_chk_") then syms[#syms + 1] = s end
+  end
   table.sort(syms)
   return table.concat(syms, " ")
 end

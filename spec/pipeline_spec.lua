@@ -65,6 +65,44 @@ describe("cute.pipeline kernels (sm_90a)", function()
   end)
 end)
 
+describe("pipeline states", function()
+  it("advance wraps the index and flips the phase: the traced code, folded by LLVM, against Lua", function()
+    -- a producer and a consumer state of 3 stages advanced 0..7 times; each step's
+    -- index, phase and count stored; after LLVM's passes every store is a constant
+    local k = cute.kernel(function(Out)
+      local sts = { P.make_pipeline_state(P.PipelineUserType.Producer, 3),
+        P.make_pipeline_state(P.PipelineUserType.Consumer, 3) }
+      for s = 1, 2 do
+        local st = sts[s]
+        for step = 0, 7 do
+          local o = ((s - 1) * 8 + step) * 3
+          Out[o], Out[o + 1], Out[o + 2] = st.index, st.phase, st.count
+          st:advance()
+        end
+      end
+      local c = sts[1]:clone()
+      c:advance()
+      Out[48], Out[49] = c.index, sts[1].index -- a clone advances alone
+    end, { arch = "sm_90a", use_ptxas = false, name = "states" })
+    local ll = k:compile(cute.tensor_spec({ 50 }, i32)).llvm
+    local off, got = { ["%Out"] = 0 }, {}
+    for name, o in ll:gmatch("(%%%w+) = getelementptr inbounds i8, ptr addrspace%(1%) %%Out, i64 (%d+)") do
+      off[name] = tonumber(o)
+    end
+    for v, name in ll:gmatch("store i32 (%-?%d+), ptr addrspace%(1%) (%%%w+),") do got[off[name] / 4] = tonumber(v) end
+    for s = 1, 2 do
+      local index, phase = 0, s == 1 and 1 or 0
+      for step = 0, 7 do
+        local o = ((s - 1) * 8 + step) * 3
+        assert.are.same({ index, phase, step }, { got[o], got[o + 1], got[o + 2] }, ("state %d step %d"):format(s, step))
+        index = index + 1
+        if index == 3 then index, phase = 0, 1 - phase end
+      end
+    end
+    assert.are.same({ 0, 2 }, { got[48], got[49] }) -- producer after 8 steps: index 2; its clone one more: 0
+  end)
+end)
+
 describe("PipelineTmaAsync cluster arrivals", function()
   it("each CTA's consumer warps signal the CTAs in its M row and N column (CuTe's rule), by hand", function()
     local m = P.empty_arrive_masks(cute.make_layout({ 1, 2, 1, 1 }))
@@ -114,6 +152,45 @@ describe("the persistent tile scheduler (host)", function()
             assert.is_true(valid)
           end
           for w = #want, #want + 3 do assert.is_false((select(4, ts.cluster_coord(p, w)))) end
+        end
+      end
+    end
+  end)
+  it("the traced arithmetic (runtime extents in the kernel) gives the same order: LLVM folds it to the reference", function()
+    local tr = require("cute.trace")
+    -- a kernel storing cluster_coord of traced-constant extents and work indices; after
+    -- LLVM's passes each store is a constant at a constant offset: read them back
+    local function traced(raster, g, sh, n)
+      local k = cute.kernel(function(Out)
+        local c = function(x) return tr.const(tr.T.I32, x) end
+        local p = cute.utils.PersistentTileSchedulerParams({ c(sh[1]), c(sh[2]), c(sh[3]) }, { 1, 1, 1 },
+          { raster = raster, group = g })
+        for w = 0, n - 1 do
+          local m, nn, l, v = ts.cluster_coord(p, c(w))
+          Out[w * 4], Out[w * 4 + 1], Out[w * 4 + 2], Out[w * 4 + 3] = m, nn, l, cute.where(v, 1, 0)
+        end
+      end, { arch = "sm_90a", use_ptxas = false, name = "order" })
+      local ll = k:compile(cute.tensor_spec({ 4 * n }, i32)).llvm
+      local off, got = { ["%Out"] = 0 }, {}
+      for name, o in ll:gmatch("(%%%w+) = getelementptr inbounds i8, ptr addrspace%(1%) %%Out, i64 (%d+)") do
+        off[name] = tonumber(o)
+      end
+      for v, name in ll:gmatch("store i32 (%-?%d+), ptr addrspace%(1%) (%%%w+),") do
+        got[off[name] / 4] = tonumber(v)
+      end
+      return got
+    end
+    for _, c in ipairs({ { "M", 1, { 5, 7, 2 } }, { "M", 3, { 5, 7, 2 } }, { "N", 2, { 9, 4, 1 } }, { "N", 4, { 7, 3, 2 } } }) do
+      local raster, g, sh = c[1], c[2], c[3]
+      local want = ref_order(sh[1], sh[2], sh[3], raster, g)
+      local got = traced(raster, g, sh, #want + 2)
+      for w = 0, #want + 1 do
+        local e = want[w + 1]
+        local what = ("%s g=%d %s w=%d"):format(raster, g, table.concat(sh, "x"), w)
+        if e then
+          assert.are.same({ e[1], e[2], e[3], 1 }, { got[4 * w], got[4 * w + 1], got[4 * w + 2], got[4 * w + 3] }, what)
+        else
+          assert.are.equal(0, got[4 * w + 3], what)
         end
       end
     end

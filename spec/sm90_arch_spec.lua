@@ -29,6 +29,8 @@ local mbar_kernel = cute.kernel(function(A)
   if cute.arch.elect_one() then
     cute.arch.mbarrier_init(bars, 1)
     cute.arch.mbarrier_init(bars:ptr_at(1), 128)
+    cute.arch.mbarrier_init(bars.iterator + 2, 32) -- CuTe DSL's pointer arithmetic
+    cute.arch.mbarrier_init(bars.iterator + 4 - 1, 64)
   end
   cute.arch.mbarrier_init_fence()
   cute.arch.sync_threads()
@@ -60,6 +62,8 @@ describe("cute.arch mbarriers (sm_90)", function()
     -- two try_wait loops in one kernel: each asm block scopes its label
     local _, n = r.ptx:gsub("LAB_WAIT:", "")
     assert.are.equal(2, n)
+    local _, inits = r.ptx:gsub("mbarrier%.init%.shared::cta%.b64", "")
+    assert.are.equal(4, inits)
     -- shared addresses are 32-bit registers (shared::cta), as the PTX ISA wants
     assert.truthy(r.ptx:find("mbarrier%.init%.shared::cta%.b64 %[%%r%d+%], %%r%d+;"), r.ptx)
   end)
@@ -88,6 +92,7 @@ describe("cute.arch fences, warps, named barriers, setmaxnreg", function()
     cute.arch.fence_proxy("async")
     cute.arch.fence_proxy("async.global")
     cute.arch.fence_proxy("alias")
+    cute.arch.fence_proxy(cute.arch.ProxyKind.async_shared, cute.arch.SharedSpace.shared_cluster)
     cute.arch.fence_view_async_shared()
     cute.arch.sync_warp()
     cute.arch.sync_warp(0x0000ffff)

@@ -81,6 +81,35 @@ describe("TMA on the GPU", function()
     end
   end)
 
+  gpu_it("MN-major (M-contiguous) bf16 tiles from MN_SW128 atoms: 16 boxes (M first) and 2 boxes (K first)", function()
+    if not hopper() then return pending("needs sm_90") end
+    local TK = dofile("spec/support/tma_kernels.lua")
+    local M, K = 256, 128
+    local B, refT = rand_bf16(K, M) -- row-major K x M: A(m, k) = B(k, m), m contiguous
+    local A = { ptr = B.ptr, shape = { M, K }, strides = { 1, M }, dtype = B.dtype }
+    local atomL = cute.make_smem_layout_atom(cute.SmemLayoutAtomKind.MN_SW128, cute.bfloat16)
+    for _, order in ipairs({ { 1, 2 }, { 2, 1 } }) do
+      local sMN = cute.tile_to_shape(atomL, { 128, 64 }, order)
+      local atom, mA = cp.make_tiled_tma_atom(cp.CopyBulkTensorTileG2SOp(), A, sMN, { 128, 64 })
+      assert.are.equal(order[1] == 1 and 16 or 2, atom.args.boxes)
+      local Out = filled(M, K, -3)
+      TK.tile_copy(sMN, 128, 64):launch{ grid = { 2, 2, 1 }, block = 128 }(atom, mA, Out)
+      cute.synchronize()
+      local got = Out:to_table()
+      local bad = 0
+      for i = 0, M - 1 do
+        for j = 0, K - 1 do
+          local want, g = refT[j * M + i + 1], got[i * K + j + 1]
+          if g ~= want then
+            bad = bad + 1
+            if bad <= 5 then print(("order {%d,%d} (%d,%d): got %s want %s"):format(order[1], order[2], i, j, g, want)) end
+          end
+        end
+      end
+      assert.are.equal(0, bad)
+    end
+  end)
+
   gpu_it("a store round trip and a reduce-add store clip the residue tile", function()
     if not hopper() then return pending("needs sm_90") end
     local M, K = 200, 160
@@ -105,6 +134,7 @@ describe("TMA on the GPU", function()
         cute.copy(ld, cute.local_tile(mA, { 128, 64 }, { bm, bk }), sA, { tma_bar_ptr = bar })
       end
       cute.arch.mbarrier_wait(bar, 0)
+      cp.tma_store_fence()
       if tid == 0 then
         cute.copy(st, sA, cute.local_tile(mB, { 128, 64 }, { bm, bk }))
         cute.copy(red, sA, cute.local_tile(mC, { 128, 64 }, { bm, bk }))
@@ -120,6 +150,33 @@ describe("TMA on the GPU", function()
       if gb[i] ~= ref[i] or gc[i] ~= 2 * ref[i] then
         bad = bad + 1
         if bad <= 5 then print(("element %d: store %s, reduce %s, want %s and %s"):format(i - 1, gb[i], gc[i], ref[i], 2 * ref[i])) end
+      end
+    end
+    assert.are.equal(0, bad)
+  end)
+
+  gpu_it("a 2-stage PipelineTmaAsync ring over k tiles (runtime extents, residues in M and K): row sums", function()
+    if not hopper() then return pending("needs sm_90") end
+    local TK = dofile("spec/support/tma_kernels.lua")
+    local M, K = 200, 304 -- 5 k tiles of 64 (the last one half out of bounds), 2 row blocks of 128
+    local A, ref = rand_bf16(M, K)
+    local atom, mA = cp.make_tiled_tma_atom(cp.CopyBulkTensorTileG2SOp(), cute.dynamic(A), TK.stage_layout,
+      { TK.BM, TK.BK })
+    local t = {}
+    for i = 1, 256 do t[i] = -1 end
+    local Out = cute.from_host(t, cute.float32, { 256 })
+    TK.rowsum():launch{ grid = 2, block = 160 }(atom, mA, Out, cute.Int32(5))
+    cute.synchronize()
+    local got = Out:to_table()
+    local bad = 0
+    for i = 0, 255 do
+      local want, mag = 0, 0
+      for j = 0, K - 1 do
+        if i < M then want = want + ref[i * K + j + 1]; mag = mag + math.abs(ref[i * K + j + 1]) end
+      end
+      if math.abs(got[i + 1] - want) > 1e-4 * mag + 1e-6 then
+        bad = bad + 1
+        if bad <= 5 then print(("row %d: got %s want %s"):format(i, got[i + 1], want)) end
       end
     end
     assert.are.equal(0, bad)

@@ -52,6 +52,15 @@ describe("TMA argument derivation (by hand)", function()
     assert.is_true((tma.check(a, 0)))
   end)
 
+  it("MN-major bf16 tiled K first (CuTe's order for MN-major operands): boxes of 64 x 64, 2 per tile", function()
+    -- ((64,2),(8,8)):((1,4096),(64,512)): the K mode coalesces to 64:64
+    local sL = cute.tile_to_shape(cute.make_smem_layout_atom(K.MN_SW128, cute.bfloat16), { 128, 64 }, { 2, 1 })
+    local a = args(G2S, { 256, 128 }, { 1, 256 }, "bf16", sL, { 128, 64 })
+    assert.are.same({ 64, 64 }, a.box)
+    assert.are.equal(2, a.boxes)
+    assert.are.equal(16384, a.tx_bytes)
+  end)
+
   it("K-major fp8 e4m3 128x128, 128B swizzle", function()
     local sL = cute.tile_to_shape(cute.make_smem_layout_atom(K.K_SW128, cute.float8_e4m3fn), { 128, 128 }, { 1, 2 })
     local a = args(G2S, { 256, 512 }, { 512, 1 }, "f8e4m3", sL, { 128, 128 })
@@ -95,6 +104,12 @@ describe("TMA argument derivation (by hand)", function()
     assert.are.same({ 128, 192, 3 }, a.global_dim)
     assert.are.same({ 256, 192 * 128 * 2 }, a.global_strides)
     assert.are.same({ 64, 64, 1 }, a.box)
+  end)
+
+  it("a mode of extent 1 with a stride TMA could not take gets a valid one", function()
+    local a = args(G2S, { 1, 64 }, { 60, 1 }, "bf16", cute.make_layout({ 1, 64 }, { 64, 1 }), { 1, 64 })
+    assert.are.same({ 64, 1 }, a.global_dim)
+    assert.are.same({ 128 }, a.global_strides)
   end)
 
   it("multicast over 2 CTAs splits the slowest box dimension", function()
@@ -259,6 +274,59 @@ describe("TMA in kernels", function()
     assert(tostring(e):find("without a device address", 1, true), e)
   end)
 
+  it("launches pass each atom's 128 bytes and the runtime extents (a stub driver), one compile", function()
+    local K_ = require("cute.kernel")
+    local launches, loads = {}, 0
+    K_._use_driver({
+      available = function() return true end,
+      cute_cuda_module_load = function(image, size, is_ptx, out)
+        loads = loads + 1
+        out[0] = ffi.cast("void*", 4096 + 16 * loads)
+        return 0
+      end,
+      cute_cuda_module_get_function = function(mod, name, out) out[0] = ffi.cast("void*", 1); return 0 end,
+      cute_cuda_module_unload = function() return 0 end,
+      cute_cuda_launch_cluster = function(fn, gx, gy, gz, bx, by, bz, cx, cy, cz, smem, stream, params)
+        local p = ffi.cast("uint8_t*", params[0])
+        local bytes = {}
+        for i = 0, 127 do bytes[i + 1] = p[i] end
+        launches[#launches + 1] = { bytes = bytes, m = ffi.cast("int32_t*", params[1])[0],
+          k = ffi.cast("int32_t*", params[2])[0], cluster = { cx, cy, cz } }
+        return 0
+      end,
+      cute_cuda_func_set_max_dynamic_smem = function() return 0 end,
+      cute_cuda_get_device = function(out) out[0] = 0; return 0 end,
+      cute_cuda_set_device = function() return 0 end,
+    })
+    local ok, err = pcall(function()
+      local k = cute.kernel(function(atom, mA, out)
+        local sA = cute.make_shared_tensor(sL, cute.bfloat16)
+        local bar = cute.make_shared_tensor(cute.make_layout(1), cute.int64, 8)
+        cute.copy(atom, cute.local_tile(mA, { 128, 64 }, { 0, 0 }), sA, { tma_bar_ptr = bar })
+        out[0] = sA[{ 0, 0 }]
+      end, { arch = "sm_90a", use_ptxas = false })
+      local out = { ptr = 8192, shape = { 4 }, strides = { 1 }, dtype = cute.bfloat16 }
+      for n = 1, 2 do
+        local atom, mA = cp.make_tiled_tma_atom(G2S, cute.dynamic(cute.tensor_spec({ 100 * n, 64 * n }, cute.bfloat16)),
+          sL, { 128, 64 })
+        atom.encoded = true -- (a spec has no address: stand in for the driver's encoding)
+        ffi.fill(atom.desc, 128, 16 + n)
+        k:launch{ grid = 2, block = 128, cluster = { 2, 1, 1 } }(atom, mA, out)
+      end
+      assert.are.equal(1, loads)
+      assert.are.equal(2, #launches)
+      for n = 1, 2 do
+        local l = launches[n]
+        assert.are.same({ 100 * n, 64 * n }, { l.m, l.k })
+        assert.are.equal(16 + n, l.bytes[1])
+        assert.are.equal(16 + n, l.bytes[128])
+        assert.are.same({ 2, 1, 1 }, l.cluster)
+      end
+    end)
+    K_._use_driver(nil)
+    assert(ok, err)
+  end)
+
   it("a store, a reduction, store fence / arrive / wait", function()
     local st = cp.make_tiled_tma_atom(cp.CopyBulkTensorTileS2GOp(), A, sL, { 128, 64 })
     local red = cp.make_tiled_tma_atom(cp.CopyReduceBulkTensorTileS2GOp(cute.ReductionOp.ADD), A, sL, { 128, 64 })
@@ -306,21 +374,69 @@ describe("TMA in kernels", function()
     assert.are.equal(1, n)                   -- one box (64 x 64) per CTA
   end)
 
-  it("an MN-major tile issues one instruction per box", function()
-    local mn = cute.tile_to_shape(cute.make_smem_layout_atom(K.MN_SW128, cute.bfloat16), { 128, 64 }, { 1, 2 })
-    local At = cute.tensor_spec({ 256, 128 }, cute.bfloat16, { 1, 256 })
-    local atom, mA = cp.make_tiled_tma_atom(G2S, At, mn, { 128, 64 })
+  it("create_tma_multicast_mask: the CTAs of the same row or column of the cluster", function()
+    local L = cute.make_layout({ 1, 2, 2, 1 })          -- (V, M, N, K): rank = m + 2 n
+    assert.are.equal(2 + 8, cp.create_tma_multicast_mask(L, { 0, 1, 0, 0 }, 2)) -- A: along N, m = 1
+    assert.are.equal(1 + 2, cp.create_tma_multicast_mask(L, { 0, 0, 0, 0 }, 1)) -- B: along M, n = 0
+    assert.are.equal(4 + 8, cp.create_tma_multicast_mask(L, { 0, 1, 1, 0 }, 1))
+    expect_error(function() cp.create_tma_multicast_mask(L, { 0, 1 }, 2) end, "a table of 4 coordinates")
+    expect_error(function() cp.create_tma_multicast_mask(L, { 0, 0, 0, 0 }, 4) end, "mcast_mode = 4")
+    local k = cute.kernel(function(out)
+      local r = cute.arch.block_idx_in_cluster()
+      out[0] = cp.create_tma_multicast_mask(L, { 0, cute.rem(r, 2), cute.div(r, 2), 0 }, 2)
+    end, { arch = "sm_90a" })
+    local ir = k:ir(cute.tensor_spec({ 4 }, cute.int32))
+    assert(has(ir, "shl i32 1:i32"), ir)
+    assert(has(ir, "or i32"), ir)
+  end)
+
+  it("a batch slice of a rank-3 tensor (3 coordinates) and a rank-1 vector", function()
+    local s64 = cute.tile_to_shape(cute.make_smem_layout_atom(K.K_SW128, cute.bfloat16), { 64, 64 }, { 1, 2 })
+    local atom, mA = cp.make_tiled_tma_atom(G2S, cute.tensor_spec({ 192, 128, 3 }, cute.bfloat16, { 128, 1, 192 * 128 }),
+      s64, { 64, 64 })
     local k = cute.kernel(function(atom, mA, out)
-      local sA = cute.make_shared_tensor(mn, cute.bfloat16)
+      local sA = cute.make_shared_tensor(s64, cute.bfloat16)
       local bar = cute.make_shared_tensor(cute.make_layout(1), cute.int64, 8)
-      local gA = cute.local_tile(mA, { 128, 64 }, { 1, 1 })
-      cute.copy(atom, gA, sA, { tma_bar_ptr = bar })
-      out[cute.arch.thread_idx()] = sA[{ 0, 0 }]
+      local l = cute.arch.block_idx()
+      cute.copy(atom, cute.local_tile(mA[{ _, _, l }], { 64, 64 }, { 1, 1 }), sA, { tma_bar_ptr = bar })
+      out[0] = sA[{ 0, 0 }]
     end, { arch = "sm_90a" })
     local r = compile(k, atom, mA, O)
-    local n = 0
-    for _ in r.ptx:gmatch("cp%.async%.bulk%.tensor%.2d") do n = n + 1 end
-    assert.are.equal(16, n)
+    assert(has(r.ptx, "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"), r.ptx)
+    local v = cute.make_layout(256)
+    local a1, m1 = cp.make_tiled_tma_atom(G2S, cute.tensor_spec({ 1000 }, cute.float32), v, { 256 })
+    local k1 = cute.kernel(function(atom, mA, out)
+      local s = cute.make_shared_tensor(v, cute.float32, 128)
+      local bar = cute.make_shared_tensor(cute.make_layout(1), cute.int64, 8)
+      local b = cute.arch.block_idx()
+      cute.copy(atom, cute.local_tile(mA, { 256 }, { b }), s, { tma_bar_ptr = bar })
+      out[0] = s[0]
+    end, { arch = "sm_90a" })
+    local r1 = compile(k1, a1, m1, cute.tensor_spec({ 4 }, cute.float32))
+    assert(has(r1.ptx, "cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes"), r1.ptx)
+  end)
+
+  it("an MN-major tile issues one instruction per box: 16 tiled M first, 2 tiled K first", function()
+    local TK = dofile("spec/support/tma_kernels.lua")
+    local At = cute.tensor_spec({ 256, 128 }, cute.bfloat16, { 1, 256 })
+    for _, c in ipairs({ { { 1, 2 }, 16 }, { { 2, 1 }, 2 } }) do
+      local mn = cute.tile_to_shape(cute.make_smem_layout_atom(K.MN_SW128, cute.bfloat16), { 128, 64 }, c[1])
+      local atom, mA = cp.make_tiled_tma_atom(G2S, At, mn, { 128, 64 })
+      local r = compile(TK.tile_copy(mn, 128, 64), atom, mA, cute.tensor_spec({ 256, 128 }, cute.bfloat16))
+      local n = 0
+      for _ in r.ptx:gmatch("cp%.async%.bulk%.tensor%.2d") do n = n + 1 end
+      assert.are.equal(c[2], n)
+    end
+  end)
+
+  it("a TMA producer warp feeding consumer warps through PipelineTmaAsync (traced stage and k)", function()
+    local TK = dofile("spec/support/tma_kernels.lua")
+    local atom, mA = cp.make_tiled_tma_atom(G2S, cute.dynamic(cute.tensor_spec({ 200, 304 }, cute.bfloat16)),
+      TK.stage_layout, { TK.BM, TK.BK })
+    local r = compile(TK.rowsum(), atom, mA, cute.tensor_spec({ 256 }, cute.float32), cute.Int32(5))
+    assert(has(r.ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"), r.ptx)
+    assert(has(r.ptx, "mbarrier.try_wait.parity"), r.ptx)
+    assert(has(r.ptx, "prefetch.tensormap"), r.ptx)
   end)
 
   it("errors at the user's line: sm_80, a missing barrier, a host-side atom, a bad mask", function()

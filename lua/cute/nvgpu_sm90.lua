@@ -92,7 +92,7 @@ M.u32_arg = u32_arg
 
 -- an mbarrier operand: a shared tensor or shared pointer of i64/u64, 8-byte aligned
 local function mbar_addr(x, what)
-  local p, space, al, eb = na.address(x, what, "the mbarrier")
+  local p, space, al = na.address(x, what, "the mbarrier")
   na.need_space(space, { "shared" }, what, "the mbarrier")
   local e
   if ten.is_tensor(x) then e = x.elem else
@@ -104,7 +104,6 @@ local function mbar_addr(x, what)
       tname(e)))
   end
   if al and al < 8 then fail(("%s: the mbarrier is %d-byte aligned; it must be 8-byte aligned"):format(what, al)) end
-  local _ = eb
   return na.shared_u32(p)
 end
 M.mbar_addr = mbar_addr
@@ -229,6 +228,10 @@ end
 ---------------------------------------------------------------------------
 local PROXY = { alias = "fence.proxy.alias;", async = "fence.proxy.async;",
   ["async.global"] = "fence.proxy.async.global;", ["async.shared"] = true }
+
+-- CuTe DSL's enums for fence_proxy's arguments
+M.ProxyKind = { alias = "alias", async = "async", async_global = "async.global", async_shared = "async.shared" }
+M.SharedSpace = { shared_cta = "cta", shared_cluster = "cluster" }
 
 -- fence_proxy(kind [, space]): kind "alias", "async", "async.global" or
 -- "async.shared" (space "cta" (default) or "cluster")
@@ -519,6 +522,7 @@ function M.install(arch)
   for _, k in ipairs(EXPORTS) do arch[k] = M[k] end
   arch.barrier = M.make_barrier(arch.barrier)
   arch.WARP_SIZE = 32
+  arch.ProxyKind, arch.SharedSpace = M.ProxyKind, M.SharedSpace
 end
 
 return M

@@ -233,6 +233,8 @@ function M.tma_args(op_, g, smem_layout, cta_tiler, opts)
     global_dim[j] = shape[m]
     if j > 1 then
       local b = strides[m] * eb
+      -- a mode of extent 1 is never stepped along: any valid stride will do
+      if shape[m] == 1 and (b % 16 ~= 0 or b <= 0) then b = 16 * math.max(1, math.ceil(math.abs(b) / 16)) end
       if b % 16 ~= 0 or b <= 0 then
         cf.fail(("%s: mode %d of the tensor (shape %s, strides %s) has a stride of %d elements = %d bytes: TMA " ..
           "needs positive strides that are multiples of 16 bytes"):format(F, m, show(shape), show(strides),

@@ -69,6 +69,7 @@ tma.CoordTensor.__cute_key = true
 -- helpers
 ---------------------------------------------------------------------------
 local function need_sm90(what)
+  tr.need_trace(what)
   local s = tr.state()
   local a = s.arch
   local n = a and tonumber(a:match("^sm_(%d+)"))
@@ -351,7 +352,6 @@ function M.copy(a, src, dst, opts)
   elseif opts.tma_bar_ptr ~= nil or opts.mcast_mask ~= nil then
     fail(what .. ": a store takes no tma_bar_ptr or mcast_mask (it completes through the bulk group: tma_store_arrive / tma_store_wait)")
   end
-  local s = tr.state()
   local d = args.rank
   local desc = desc_addr(a)
   local ct = ten.make(coords.ptr, coords.off, { shape = cs, stride = cd }, coords.elem, coords.space, coords.align,
@@ -390,7 +390,6 @@ function M.copy(a, src, dst, opts)
       asm(ptx, "l,r" .. string.rep(",r", d) .. ",~{memory}", argv)
     end
   end
-  local _ = s
 end
 
 -- cute.nvgpu.cpasync.prefetch_descriptor(atom): prefetch.tensormap
@@ -419,6 +418,44 @@ function M.tma_store_wait(n)
   asm(("cp.async.bulk.wait_group.read %d;"):format(n), "~{memory}", {})
 end
 
+-- cute.nvgpu.cpasync.create_tma_multicast_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode):
+-- the 16-bit mask of the CTAs whose coordinate equals cta_coord_vmnk except
+-- in mode mcast_mode (0-based: 2 = N for A's tiles, 1 = M for B's), bit =
+-- their rank in cta_layout_vmnk; a Lua number when the coordinate is known
+function M.create_tma_multicast_mask(L, coord, mode)
+  local F = "cute.nvgpu.cpasync.create_tma_multicast_mask"
+  if not lay.is_layout(L) then fail(("%s: cta_layout %s: expected a layout"):format(F, tostring(L))) end
+  local sh, st = L:shape(), L:stride()
+  if type(sh) ~= "table" then sh, st = { sh }, { st } end
+  if lay.size(L) > 16 then fail(("%s: cta_layout %s has %d CTAs; a cluster multicasts to at most 16"):format(F, tostring(L), lay.size(L))) end
+  if type(coord) ~= "table" or tr.is_value(coord) or #coord ~= #sh then
+    fail(("%s: cta_coord must be a table of %d coordinates (one per mode of %s)"):format(F, #sh, tostring(L)))
+  end
+  if type(mode) ~= "number" or mode % 1 ~= 0 or mode < 0 or mode >= #sh then
+    fail(("%s: mcast_mode = %s: must be a mode index from 0 to %d"):format(F, tostring(mode), #sh - 1))
+  end
+  for i = 1, #sh do
+    if type(sh[i]) ~= "number" then fail(("%s: mode %d of %s is not flat"):format(F, i - 1, tostring(L))) end
+  end
+  local mask = 0
+  for i = 0, sh[mode + 1] - 1 do
+    local c = {}
+    for m = 1, #sh do
+      local x = m == mode + 1 and i or coord[m]
+      if tr.is_var(x) then x = x.value end
+      c[m] = x
+    end
+    local r = ten.crd2idx(c, sh, st, T.I32)
+    if type(r) == "number" and type(mask) == "number" then
+      mask = mask + (math.floor(mask / 2 ^ r) % 2 == 0 and 2 ^ r or 0)
+    else
+      local b = type(r) == "number" and 2 ^ r or tr.binop(OP.SHL, tr.const(T.I32, 1), r)
+      mask = tr.binop(OP.OR, tr.lift(mask, T.I32), tr.lift(b, T.I32))
+    end
+  end
+  return mask
+end
+
 -- into cute.nvgpu.cpasync
 function M.install(cpasync)
   for k, v in pairs(tma.ops) do cpasync[k] = v end
@@ -429,6 +466,7 @@ function M.install(cpasync)
   cpasync.tma_store_fence = M.tma_store_fence
   cpasync.tma_store_arrive = M.tma_store_arrive
   cpasync.tma_store_wait = M.tma_store_wait
+  cpasync.create_tma_multicast_mask = M.create_tma_multicast_mask
 end
 
 return M

@@ -322,8 +322,26 @@ local function mul_div(a, b) return math.min(a.div * b.div, 2 ^ 30) end
 
 -- constant folding helpers: both constants -> Lua number arithmetic is done by
 -- callers (index math) before reaching here.
-V.__add = function(a, b) return binop(OP.ADD, a, b, add_div) end
-V.__sub = function(a, b) return binop(OP.SUB, a, b, add_div) end
+-- pointer +/- integer (CuTe DSL's `ptr + n`): the address n elements on
+local function is_ptr(x) return is_value(x) and C.cute_ir_type_kind(S.ir, x.t) == C.CUTE_T_PTR end
+local function ptr_add(p, n, neg)
+  local o = lift(n)
+  if not (tinfo[o.t] and tinfo[o.t].int and o.t ~= T_I1) then
+    fail(("pointer arithmetic: a pointer moves by an integer number of elements, got %s"):format(tname(o.t)))
+  end
+  if neg then o = unop(OP.NEG, o) end
+  setloc()
+  return mk(C.cute_ir_gep(S.ir, p.ref, o.ref), p.t)
+end
+V.__add = function(a, b)
+  if is_ptr(a) then return ptr_add(a, b) end
+  if is_ptr(b) then return ptr_add(b, a) end
+  return binop(OP.ADD, a, b, add_div)
+end
+V.__sub = function(a, b)
+  if is_ptr(a) and not is_ptr(b) then return ptr_add(a, b, true) end
+  return binop(OP.SUB, a, b, add_div)
+end
 V.__mul = function(a, b) return binop(OP.MUL, a, b, mul_div) end
 V.__div = function(a, b)
   local x = is_value(a) and a or b
