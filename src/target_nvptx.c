@@ -289,8 +289,8 @@ static int uses_fp8_cvt(const cute_ir *ir) {
   return 0;
 }
 
-/* an fp8 mma.sync (inline PTX of cute.gemm's MmaFP8Op atoms) needs PTX 8.4: raised when no
-   version was asked for */
+/* an fp8 mma.sync (inline PTX of cute.gemm's MmaFP8Op atoms) and a wgmma of mixed integer types
+   (s8 x u8, lua/cute/warpgroup.lua) need PTX 8.4: raised when no version was asked for */
 static int uses_fp8_mma(const cute_ir *ir) {
   for (int32_t fi = 1; fi < ir->nfuncs; fi++)
     for (int32_t i = 1; i < ir->funcs[fi].ninst; i++) {
@@ -298,6 +298,7 @@ static int uses_fp8_mma(const cute_ir *ir) {
       if (in->op != IR_ASM) continue;
       const char *t = ir_strget(ir, (int32_t)in->imm);
       if (t && strstr(t, "mma.sync") && (strstr(t, ".e4m3") || strstr(t, ".e5m2"))) return 1;
+      if (t && strstr(t, "wgmma.mma_async") && (strstr(t, ".s8.u8") || strstr(t, ".u8.s8"))) return 1;
     }
   return 0;
 }

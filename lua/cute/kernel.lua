@@ -283,6 +283,7 @@ function Kernel:trace(...)
   if ir == nil then cf.fail("cute.kernel: out of memory") end
   ir = ffi.gc(ir, C.cute_ir_free)
   local prev = tr.begin(ir)
+  local tstate = tr.state()
   -- the target, for operations that need a newer SM (cute.arch.cp_async: sm_80)
   tr.state().arch = self.options and self.options:for_current_device("cute.kernel " .. self.name).values.arch
   local plan = {} -- per kernel parameter: { kind = "ptr"|"scalar"|"dim", arg = i, ... }
@@ -367,6 +368,7 @@ function Kernel:trace(...)
   if not fine then cf.rethrow(ferr) end
   cf.check(C.cute_ir_status(ir, cf.err))
   self.traces = self.traces + 1
+  plan.block_check = tstate.block_check -- (launch-time checks of the block size: warpgroup MMAs)
   return ir, plan
 end
 

@@ -147,7 +147,8 @@ local function build(self, args, nargs)
     image = is_ptx == 1 and "ptx" or "cubin" }
   local slots, params, ptrs, fill = make_writer(plan, nargs)
   return { fn = func.handle, func = func, module = mod, params = params, slots = slots, plan = plan,
-    ptrs = ptrs, fill = fill, n = #plan, cc = cc, max_dyn_smem = 48 * 1024, dyn_smem = M.compiled_dyn_smem(cc) }
+    ptrs = ptrs, fill = fill, n = #plan, cc = cc, max_dyn_smem = 48 * 1024, dyn_smem = M.compiled_dyn_smem(cc),
+    block_check = plan.block_check }
 end
 
 ---------------------------------------------------------------------------
@@ -263,6 +264,14 @@ local function do_launch(self, l, args, nargs)
   if getmetatable(l) ~= Launcher then l = new_launcher(self, l) end -- (k(cfg, ...) passes its cfg)
   while nargs > 0 and type(args[nargs]) == "nil" do nargs = nargs - 1 end -- (a trailing nil is no argument)
   local entry = get_entry(self, args, nargs)
+  local bc = entry.block_check -- {multiple =, min =, what =}: the kernel's warpgroup MMAs need whole warpgroups
+  if bc then
+    local t = l.bx * l.by * l.bz
+    if t % bc.multiple ~= 0 or t < bc.min then
+      cf.fail(("%s: a block of %d threads (%d x %d x %d); %s needs a multiple of %d threads, at least %d")
+        :format(launch_what(self), t, l.bx, l.by, l.bz, bc.what, bc.multiple, bc.min))
+    end
+  end
   entry.fill(entry.slots, entry.ptrs, unpack(args, 1, nargs))
   local smem = M.launch_smem(self, entry, l) -- (dynamic shared memory: default and check)
   local drv = rt._driver
@@ -307,6 +316,8 @@ local function make_fast_launcher(n)
   src[#src + 1] = ("  local m = g.mask; local e = g[m and m(%s) or 0]; if not e then %s end"):format(as, slow)
   src[#src + 1] = ("  local sm = smem or e.dyn_smem; if sm < e.dyn_smem or sm > e.max_dyn_smem then %s end")
     :format(slow)
+  src[#src + 1] = ("  local bc = e.block_check; if bc then local t = bx * by * bz; " ..
+    "if t %% bc.multiple ~= 0 or t < bc.min then %s end end"):format(slow)
   src[#src + 1] = ("  e.fill(e.slots, e.ptrs%s)"):format(n > 0 and (", " .. as) or "")
   src[#src + 1] = [[
   if C.cute_cuda_launch(e.fn, gx, gy, gz, bx, by, bz, sm, stream, e.params, cu_err) ~= 0 then

@@ -112,7 +112,7 @@ function M.fence_operand(f)
       local cons = {}
       for i = 1, n do cons[i] = "=" .. l end
       for i = 0, n - 1 do cons[#cons + 1] = tostring(i) end
-      fr:set(asm(rawget(fr, "_t"), "// fence_operand", table.concat(cons, ","), { v }))
+      fr:set(asm(rawget(fr, "_t"), "// warpgroup.fence_operand", table.concat(cons, ","), { v }))
     end
   end
 end

@@ -205,20 +205,19 @@ end
 
 ----------------------------------------------------------------------------
 -- the thread block of a kernel using a warpgroup tiled MMA: whole
--- warpgroups, at least the tiled MMA's threads (known on the GPU only: a
--- device assertion, once per kernel and tiled MMA, at the get_slice line)
+-- warpgroups, at least the tiled MMA's threads.  Known at the launch only:
+-- the trace records it (the kernel's plan.block_check) and every launch
+-- checks it (lua/cute/launch.lua); no device code (a device assertion's
+-- vprintf call would make ptxas serialize every wgmma of the kernel).
 ----------------------------------------------------------------------------
 function M.check_block(t)
   local s = tr.state()
-  s.wgmma_checked = s.wgmma_checked or {}
-  if s.wgmma_checked[t] then return end
-  s.wgmma_checked[t] = true
-  local arch = require("cute.arch").arch
-  local x, y, z = arch.block_dim()
-  local n = tr.binop(OP.MUL, tr.binop(OP.MUL, x, y), z)
-  local ok = tr.binop(OP.AND, tr.binop(OP.REM, n, 128):eq(0), n:ge(t.size))
-  require("cute.arch").assert_(ok, ("the thread block must be whole warpgroups (a multiple of 128 threads) and hold the %d threads " ..
-    "of the warpgroup tiled MMA (%s)"):format(t.size, t.atom.instruction))
+  local bc = s.block_check
+  if bc and bc.min >= t.size then return end
+  local file, line = tr.user_frame()
+  s.block_check = { multiple = 128, min = t.size,
+    what = ("the warpgroup tiled MMA of %d threads (%s, sliced at %s:%s)"):format(t.size, t.atom.instruction,
+      tostring(file and file:match("[^/]+$") or "?"), tostring(line)) }
 end
 
 ----------------------------------------------------------------------------
@@ -245,17 +244,15 @@ function M.set_field(t, field, value)
   rawset(t, "__accumulate", { value = value, state = st, depth = st and #st.stack or 0, line = line })
 end
 
--- the accumulate flag for a gemm traced here: true unless set; a Lua false
+-- the accumulate flag for a gemm traced here: true unless set (on the host,
+-- or earlier in this trace); a Lua false
 -- set outside a loop this gemm is in is an error (it would hold on every
 -- iteration of the loop on the GPU, not only the first)
 local function accumulate_flag(t, what)
   local a = rawget(t, "__accumulate")
   local s = tr.state()
-  if not a then return true end
-  if a.state ~= s then
-    if type(a.value) == "boolean" then return a.value end
-    failf(what, "the tiled MMA's accumulate flag is a traced value from another kernel; set it in this one")
-  end
+  -- unset, or set while tracing another kernel: the default (accumulate)
+  if not a or (a.state ~= nil and a.state ~= s) then return true end
   if a.value == false and #s.stack > a.depth then
     for i = a.depth + 1, #s.stack do
       local r = s.stack[i]
@@ -586,7 +583,9 @@ function M.gemm(t, D, A, B, Cc)
           av = A[dcrd(A, m, k)]
         end
         local bv = B[dcrd(B, n, k)]
-        acc[key] = wg.issue(sp, text, cons, cv, av, bv, k == 0 and scale0 or true, what)
+        local scale = true
+        if k == 0 then scale = scale0 end -- (not `k == 0 and scale0 or true`: scale0 may be false)
+        acc[key] = wg.issue(sp, text, cons, cv, av, bv, scale, what)
       end
     end
   end
