@@ -119,10 +119,27 @@ function M.a_coord(t, kb, e)
     16 * kb + 8 * math.floor(e / 4) + 2 * (lane % 4) + e % 2
 end
 
--- wgmma descriptors (cute.arch.make_wgmma_desc; the PTX ISA's canonical
--- layouts in 16-byte units): the start address moves by bytes / 16 along the
--- descriptor's low field
-local SW128_ROWS = 8 * 128 -- bytes of one 8-row group of a 128-byte swizzle atom
+-- the wgmma operands in shared memory (cute.arch.make_wgmma_desc, 128-byte
+-- swizzle): leading / stride byte offsets and the byte offset of each
+-- instruction's operand from its buffer's start (the descriptor's start
+-- address, before the swizzle the hardware applies to every address):
+--   q(c, kk): A of S = Q K^T, K-major: warpgroup c's 64 rows, k16 step kk
+--     (32 bytes along a 128-byte row, then the next 64-column slab of BM rows)
+--   k(st, kk): B of S = Q K^T, K-major: stage st, k16 step kk
+--   v(st, kb): B of O += P V, MN-major: stage st, keys 16 kb .. 16 kb + 15
+--     (two 8-key row groups); LBO = the next 64 columns of D (a slab of BN rows)
+-- 8-row groups are SBO = 1024 bytes apart in all three
+function M.operands(cfg)
+  local stage = BN * cfg.d * 2
+  return {
+    q = { lbo = 16, sbo = 1024, offset = function(c, kk) return c * 64 * 128 + math.floor(kk / 4) * BM * 128 + (kk % 4) * 32 end },
+    k = { lbo = 16, sbo = 1024, offset = function(st, kk) return st * stage + math.floor(kk / 4) * BN * 128 + (kk % 4) * 32 end },
+    v = { lbo = BN * 128, sbo = 1024, offset = function(st, kb) return st * stage + kb * 2048 end },
+  }
+end
+
+-- a descriptor moved by `bytes` (a multiple of 16; a Lua number or traced):
+-- the start address is the low field, in 16-byte units
 local function desc_add(desc, bytes)
   if type(bytes) ~= "number" then return desc + cute.Uint64(cute.div(bytes, 16)) end
   if bytes == 0 then return desc end
@@ -136,8 +153,7 @@ function M.make_kernel(opts)
   local SCALE_LOG2 = cfg.scale * LOG2E
   local L = M.smem_layouts(cfg)
   local QK_STEPS, PV_STEPS = D / 16, BN / 16
-  local SLAB_Q, SLAB_KV = BM * 128, BN * 128 -- bytes between 64-column slabs of Q and of a K / V stage
-  local STAGE_BYTES = BN * D * 2
+  local OPS = M.operands(cfg)
   local TX_Q, TX_KV = BM * D * 2, BN * D * 2
   local NACC_S, NACC_O = BN / 2, D / 2 -- f32 accumulator registers per thread
 
@@ -248,11 +264,13 @@ function M.make_kernel(opts)
       local col_in = 2 * cute.rem(lane, 4)                      -- + 8 n + e: its columns in a block
       local qk, pv = mma_qk(), mma_pv()
 
-      -- descriptors: Q's 64 rows of this warpgroup, the stage-0 K and V buffers
-      local dQ = desc_add(cute.arch.make_wgmma_desc(sQ, { layout_type = "SW128", lbo = 16, sbo = SW128_ROWS }),
-        c * 64 * 128)
-      local dK = cute.arch.make_wgmma_desc(sK, { layout_type = "SW128", lbo = 16, sbo = SW128_ROWS })
-      local dV = cute.arch.make_wgmma_desc(sV, { layout_type = "SW128", lbo = SLAB_KV, sbo = SW128_ROWS })
+      -- descriptors of the buffers' starts, moved by the operands' offsets
+      -- (those of warpgroup c and of the stage: traced; of the step: constants)
+      local function desc(buf, o)
+        return cute.arch.make_wgmma_desc(buf, { layout_type = "SW128", lbo = o.lbo, sbo = o.sbo })
+      end
+      local dQ = desc_add(desc(sQ, OPS.q), OPS.q.offset(c, 0))
+      local dK, dV = desc(sK, OPS.k), desc(sV, OPS.v)
 
       local accS = cute.arch.make_fragment_regs(f32, NACC_S)
       local accO = cute.arch.make_fragment_regs(f32, NACC_O)
@@ -261,26 +279,24 @@ function M.make_kernel(opts)
       local l = cute.arch.make_fragment_regs(f32, 2, 0)          -- this thread's part of the row sums
       local corr = cute.arch.make_fragment_regs(f32, 2, 1)       -- O's rescale before the next P V
 
-      -- S = Q K^T of the K buffer `stage`: D / 16 wgmma (k16 steps: 32 bytes
-      -- along a 128-byte swizzle row, then the next 64-column slab)
+      -- S = Q K^T of the K buffer `stage`: D / 16 wgmma
       local function issue_qk(stage)
         wg.fence()
         for kk = 0, QK_STEPS - 1 do
-          local a = desc_add(dQ, math.floor(kk / 4) * SLAB_Q + (kk % 4) * 32)
-          local b = desc_add(dK + stage * (STAGE_BYTES / 16), math.floor(kk / 4) * SLAB_KV + (kk % 4) * 32)
+          local a = desc_add(dQ, OPS.q.offset(0, kk))
+          local b = desc_add(desc_add(dK, OPS.k.offset(stage, 0)), OPS.k.offset(0, kk))
           qk(accS, a, b, kk > 0 and 1 or 0)
         end
         wg.commit_group()
       end
-      -- O += P V of the V buffer `stage`: BN / 16 wgmma (16 keys = two 8-row
-      -- groups of the swizzle atom per step)
+      -- O += P V of the V buffer `stage`: BN / 16 wgmma
       local function issue_pv(stage)
         wg.fence()
         local pe = pB:elements()
         for kb = 0, PV_STEPS - 1 do
           local a = cute.arch.make_fragment_regs(cute.uint32, 4)
           a:set_elements({ [0] = pe[4 * kb], pe[4 * kb + 1], pe[4 * kb + 2], pe[4 * kb + 3] })
-          local b = desc_add(dV + stage * (STAGE_BYTES / 16), kb * 2 * SW128_ROWS)
+          local b = desc_add(desc_add(dV, OPS.v.offset(stage, 0)), OPS.v.offset(0, kb))
           pv(accO, a, b, 1)
         end
         wg.commit_group()

@@ -101,6 +101,57 @@ describe("FlashAttention-3-style forward (sm_90a)", function()
     assert.are.same({}, bad)
   end)
 
+  -- the PTX ISA's canonical 128-byte-swizzle layouts (CUTLASS's make_gmma_desc
+  -- comments, in bytes, 16-bit elements): K-major row m, column k at
+  -- start + (m/8) SBO + (m%8) 128 + 2k; MN-major column n, row k at start + (n/64) LBO +
+  -- (k/8) SBO + (k%8) 128 + 2 (n%64); then Swizzle<3,4,3>: bits 4..6 ^= bits 7..9
+  local function swz(a) return bit.bxor(a, bit.lshift(bit.band(bit.rshift(a, 7), 7), 4)) end
+  for _, d in ipairs({ 64, 128 }) do
+    it(("the wgmma operands (descriptor offsets, LBO, SBO) read the elements the smem layouts hold (D = %d)"):format(d), function()
+      local cfg = FA3.config({ d = d, stages = 2 })
+      local L, O = FA3.smem_layouts(cfg), FA3.operands(cfg)
+      local bad, n = {}, 0
+      local function check(what, got, want)
+        n = n + 1
+        if got ~= want and #bad < 5 then bad[#bad + 1] = ("%s: byte %d, layout %d"):format(what, got, want) end
+      end
+      for kk = 0, d / 16 - 1 do
+        for c = 0, 1 do -- Q: A of S = Q K^T, warpgroup c's rows
+          local st = O.q.offset(c, kk)
+          for m = 0, 63 do
+            for k = 0, 15 do
+              check(("Q c %d kk %d (%d,%d)"):format(c, kk, m, k),
+                swz(st + math.floor(m / 8) * O.q.sbo + (m % 8) * 128 + 2 * k), 2 * L.q({ 64 * c + m, 16 * kk + k }))
+            end
+          end
+        end
+        for sg = 0, 1 do -- K: B of S = Q K^T (N = keys, K-major)
+          local st = O.k.offset(sg, kk)
+          for nn = 0, FA3.BN - 1 do
+            for k = 0, 15 do
+              check(("K stage %d kk %d (%d,%d)"):format(sg, kk, nn, k),
+                swz(st + math.floor(nn / 8) * O.k.sbo + (nn % 8) * 128 + 2 * k), 2 * L.kv({ nn, 16 * kk + k, sg }))
+            end
+          end
+        end
+      end
+      for kb = 0, FA3.BN / 16 - 1 do
+        for sg = 0, 1 do -- V: B of O += P V (N = D, MN-major; K = keys)
+          local st = O.v.offset(sg, kb)
+          for nn = 0, d - 1 do
+            for k = 0, 15 do
+              check(("V stage %d kb %d (%d,%d)"):format(sg, kb, nn, k),
+                swz(st + math.floor(nn / 64) * O.v.lbo + math.floor(k / 8) * O.v.sbo + (k % 8) * 128 + 2 * (nn % 64)),
+                2 * L.kv({ 16 * kb + k, nn, sg }))
+            end
+          end
+        end
+      end
+      assert.are.same({}, bad)
+      assert.are.equal(d / 16 * (2 * 64 * 16 + 2 * FA3.BN * 16) + FA3.BN / 16 * 2 * d * 16, n)
+    end)
+  end
+
   it("bad configurations are errors at the caller's line", function()
     util.expect_error(function() FA3.make_kernel({ d = 96 }) end, "head dimension d = 96 (64 or 128)")
     util.expect_error(function() FA3.make_kernel({ d = 64, epilogue = "smem" }) end, "epilogue = smem (\"tma\"")
