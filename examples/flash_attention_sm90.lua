@@ -50,6 +50,14 @@ M.BM, M.BN = BM, BN
 function M.config(opts, level)
   level = level or 2
   opts = opts or {}
+  local known = { d = true, causal = true, scale = true, stages = true, producer_regs = true, consumer_regs = true,
+    overlap = true, pingpong = true, epilogue = true, arch = true }
+  for k in pairs(opts) do
+    if not known[k] then
+      error(("flash_attention_sm90: unknown option %s (d, causal, scale, stages, producer_regs, consumer_regs, " ..
+        "overlap, pingpong, epilogue, arch)"):format(tostring(k)), level)
+    end
+  end
   local d = opts.d or 128
   if d ~= 64 and d ~= 128 then
     error("flash_attention_sm90: head dimension d = " .. tostring(d) .. " (64 or 128)", level)
