@@ -44,9 +44,12 @@ local LOG2E = 1.4426950408889634
 local BM, BN = 128, 128 -- query rows per CTA (two consumer warpgroups of 64), keys per block
 M.BM, M.BN = BM, BN
 
--- the configuration for head dimension d: stages of the K and V rings,
--- registers of the producer and consumer warpgroups (setmaxnreg), overlap of
--- softmax and wgmma inside a consumer warpgroup
+-- the configuration for head dimension d (64 or 128, default 128): causal,
+-- scale (default 1/sqrt(d)), stages of the K and V rings (2), registers of the
+-- producer and consumer warpgroups (setmaxnreg: 24, 240), overlap of softmax
+-- and wgmma inside a consumer warpgroup (true), ping-pong between the two
+-- consumer warpgroups (true), epilogue ("tma" or "direct"), arch; each
+-- checked, errors at the caller's line (`level`)
 function M.config(opts, level)
   level = level or 2
   opts = opts or {}
@@ -85,10 +88,15 @@ function M.config(opts, level)
     error(("flash_attention_sm90: epilogue = %s (\"tma\": through shared memory and a TMA store, or \"direct\": " ..
       "from registers)"):format(tostring(epilogue)), level)
   end
+  local scale = opts.scale or 1 / math.sqrt(d)
+  if type(scale) ~= "number" or not (scale > 0 and scale < math.huge) then
+    -- (the row maximum is taken of the raw scores, then scaled)
+    error(("flash_attention_sm90: scale = %s (a positive finite number)"):format(tostring(scale)), level)
+  end
   local overlap, pingpong = opts.overlap, opts.pingpong
   if overlap == nil then overlap = true end
   if pingpong == nil then pingpong = true end
-  return { d = d, causal = opts.causal and true or false, scale = opts.scale or 1 / math.sqrt(d),
+  return { d = d, causal = opts.causal and true or false, scale = scale,
     stages = stages, producer_regs = preg, consumer_regs = creg, overlap = overlap and true or false,
     pingpong = pingpong and true or false, epilogue = epilogue,
     smem = smem }

@@ -156,6 +156,7 @@ describe("FlashAttention-3-style forward (sm_90a)", function()
     util.expect_error(function() FA3.make_kernel({ d = 96 }) end, "head dimension d = 96 (64 or 128)")
     util.expect_error(function() FA3.make_kernel({ d = 64, epilogue = "smem" }) end, "epilogue = smem (\"tma\"")
     util.expect_error(function() FA3.make_kernel({ d = 64, stage = 3 }) end, "unknown option stage (d, causal")
+    util.expect_error(function() FA3.make_kernel({ d = 64, scale = -1 }) end, "scale = -1 (a positive finite number)")
     util.expect_error(function() FA3.make_kernel({ d = 128, stages = 4 }) end,
       "stages = 4 (an integer >= 1 whose Q, K and V buffers fit 227 KiB")
     util.expect_error(function() FA3.make_kernel({ d = 64, stages = 0 }) end, "stages = 0")
