@@ -547,7 +547,7 @@ function M.kernel_args(cfg, q, k, v, o)
     local ao, to = cpa.make_tiled_tma_atom(cpa.CopyBulkTensorTileS2GOp(), seq_view(o), L.o_half, { BM / 2, cfg.d })
     args[8], args[9] = ao, to
   else
-    args[8] = cute.dynamic(o, { divisibility = 8, index_bits = 32 })
+    args[8], args[9] = cute.dynamic(o, { divisibility = 8, index_bits = 32 }), false -- (no coordinates)
   end
   return args
 end

@@ -214,6 +214,23 @@ describe("FlashAttention-3-style forward (sm_90a)", function()
       end)
   end
 
+  it("the variants the GPU spec runs (serial, no ping-pong, 3 stages, direct epilogue) compile for sm_90a with 0 spill bytes", function()
+    for _, o in ipairs({ { overlap = false }, { pingpong = false }, { overlap = false, pingpong = false }, { stages = 3 },
+      { epilogue = "direct" } }) do
+      o.d, o.causal = 128, true
+      local r = FA3.compile_spec(o, 6, 333)
+      local name = ("%s%s s%d %s"):format(o.overlap == false and "serial " or "", o.pingpong == false and "no-pingpong" or "",
+        o.stages or 2, o.epilogue or "tma")
+      assert.is_true(util.has(r.ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"), name)
+      assert.are.equal(o.pingpong ~= false, util.has(r.ptx, "bar.arrive"), name .. ": named-barrier turns")
+      assert.are.equal(o.overlap ~= false, util.has(r.ptx, "wgmma.wait_group.sync.aligned 1"), name .. ": overlap")
+      assert.are.equal(o.epilogue ~= "direct", util.has(r.ptx, "cp.async.bulk.tensor.3d.global.shared::cta"), name)
+      if PTXAS then
+        assert.are.equal(0, r.info.spill_stores + r.info.spill_loads, name .. ": " .. r.ptxas_log)
+      end
+    end
+  end)
+
   it("traced for sm_80 (or sm_90 without the a) it is an error naming the Hopper op and the arch, at the kernel's line", function()
     local e = util.err_of(function() FA3.compile_spec({ d = 64, arch = "sm_80" }, 1, 128) end)
     assert.is_truthy(e:find("needs sm_90", 1, true), e)
