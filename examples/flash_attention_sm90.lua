@@ -567,11 +567,14 @@ end
 -- function that launches it and the kernel's argument list
 function M.launcher(kern, opts, q, k, v, o)
   local cfg = M.config(opts)
-  local bh, s = q.shape[1], q.shape[2]
   local args = M.kernel_args(cfg, q, k, v, o)
-  local l = kern:launch{ grid = { math.ceil(s / BM), bh, 1 }, block = 384 }
+  local l = kern:launch(M.launch_cfg(q.shape[1], q.shape[2]))
   return function() l(unpack(args)) end, args
 end
+
+-- the grid of bh heads of sequence length s: one CTA of 384 threads per
+-- (block of BM query rows, head); shared memory: what the kernel's tensors need
+function M.launch_cfg(bh, s) return { grid = { math.ceil(s / BM), bh, 1 }, block = 384 } end
 
 -- run the kernel on random data and compare every output with the CPU
 -- reference; returns the largest absolute error and the relative error norm

@@ -231,6 +231,63 @@ describe("FlashAttention-3-style forward (sm_90a)", function()
     end
   end)
 
+  it("one compile serves every S: launches (a stub driver) pass the atoms, S and the run-time extents, grid and shared memory", function()
+    local ffi = require("ffi")
+    local K_ = require("cute.kernel")
+    local launches, loads = {}, 0
+    local function launch(fn, gx, gy, gz, bx, by, bz, smem, stream, params)
+      local i32 = function(i) return ffi.cast("int32_t*", params[i])[0] end
+      local b = ffi.cast("uint8_t*", params[0])
+      launches[#launches + 1] = { grid = { gx, gy, gz }, block = bx * by * bz, smem = smem, q_byte = b[0],
+        mQ = { i32(1), i32(2), i32(3) }, S = i32(12), o_byte = ffi.cast("uint8_t*", params[13])[0] }
+      return 0
+    end
+    K_._use_driver({
+      available = function() return true end,
+      cute_cuda_module_load = function(image, size, is_ptx, out)
+        loads = loads + 1
+        out[0] = ffi.cast("void*", 4096 + 16 * loads)
+        return 0
+      end,
+      cute_cuda_module_get_function = function(mod, name, out) out[0] = ffi.cast("void*", 1); return 0 end,
+      cute_cuda_module_unload = function() return 0 end,
+      cute_cuda_launch = launch,
+      cute_cuda_launch_cluster = function(fn, gx, gy, gz, bx, by, bz, cx, cy, cz, smem, stream, params)
+        return launch(fn, gx, gy, gz, bx, by, bz, smem, stream, params)
+      end,
+      cute_cuda_func_set_max_dynamic_smem = function() return 0 end,
+      cute_cuda_get_device = function(out) out[0] = 0; return 0 end,
+      cute_cuda_set_device = function() return 0 end,
+    })
+    local ok, err = pcall(function()
+      local opts = { d = 128, causal = true }
+      local k = FA3.make_kernel(opts):with{ arch = "sm_90a", use_ptxas = false }
+      for n, s in ipairs({ 200, 4096 }) do
+        local t = cute.tensor_spec({ 6, s, 128 }, cute.bfloat16)
+        local args = FA3.kernel_args(FA3.config(opts), t, t, t, t)
+        for _, i in ipairs({ 1, 3, 5, 8 }) do -- (specs have no address: stand in for the driver's encoding)
+          args[i].encoded = true
+          ffi.fill(args[i].desc, 128, 16 * n + i)
+        end
+        k:launch(FA3.launch_cfg(6, s))(unpack(args))
+      end
+    end)
+    K_._use_driver(nil)
+    assert(ok, err)
+    assert.are.equal(1, loads)
+    assert.are.equal(2, #launches)
+    for n, s in ipairs({ 200, 4096 }) do
+      local l = launches[n]
+      assert.are.same({ math.ceil(s / 128), 6, 1 }, l.grid)
+      assert.are.equal(384, l.block)
+      assert.are.equal(2 * 128 * (128 + 2 * 128 * 2), l.smem) -- Q + two stages of K and V
+      assert.are.same({ s, 128, 6 }, l.mQ)
+      assert.are.equal(s, l.S)
+      assert.are.equal(16 * n + 1, l.q_byte)
+      assert.are.equal(16 * n + 8, l.o_byte)
+    end
+  end)
+
   it("traced for sm_80 (or sm_90 without the a) it is an error naming the Hopper op and the arch, at the kernel's line", function()
     local e = util.err_of(function() FA3.compile_spec({ d = 64, arch = "sm_80" }, 1, 128) end)
     assert.is_truthy(e:find("needs sm_90", 1, true), e)
