@@ -34,7 +34,9 @@
 -- run-time value: one compile serves every sequence length.
 --
 --   cuteluajit examples/flash_attention_sm90.lua [B] [H] [S] [D] [causal: 0/1]
--- Without a GPU it prints the PTX of the kernel for those sizes.
+-- checks the kernel against a CPU reference (environment: FA3_STAGES,
+-- FA3_OVERLAP=0, FA3_PINGPONG=0, FA3_EPILOGUE=direct choose another
+-- configuration). Without a GPU it prints the PTX of the kernel for those sizes.
 local cute = require("cute")
 local ex = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "common.lua")
 local bf16, f32 = cute.bfloat16, cute.float32
@@ -618,12 +620,17 @@ end
 if CUTE_EXAMPLE_LIB then return M end
 
 local B, H, S, D = tonumber(arg[1]) or 1, tonumber(arg[2]) or 2, tonumber(arg[3]) or 200, tonumber(arg[4]) or 128
-local causal = arg[5] == "1"
+-- FA3_STAGES, FA3_OVERLAP=0, FA3_PINGPONG=0, FA3_EPILOGUE=direct: another configuration
+local opts = { d = D, causal = arg[5] == "1", stages = tonumber(os.getenv("FA3_STAGES")),
+  overlap = os.getenv("FA3_OVERLAP") ~= "0", pingpong = os.getenv("FA3_PINGPONG") ~= "0",
+  epilogue = os.getenv("FA3_EPILOGUE") }
 if not ex.gpu() then
-  print(M.compile_spec({ d = D, causal = causal }, B * H, S).ptx)
+  print(M.compile_spec(opts, B * H, S).ptx)
   return
 end
-local maxerr, rel = M.check({ d = D, causal = causal }, B, H, S)
-print(("flash_attention_sm90 B=%d H=%d S=%d D=%d causal=%s: max |err| %.3g, relative error %.3g"):format(
-  B, H, S, D, tostring(causal), maxerr, rel))
+local maxerr, rel = M.check(opts, B, H, S)
+local cfg = M.config(opts)
+print(("flash_attention_sm90 B=%d H=%d S=%d D=%d causal=%s (%d stages%s%s, %s epilogue): max |err| %.3g, relative error %.3g")
+  :format(B, H, S, D, tostring(cfg.causal), cfg.stages, cfg.overlap and "" or ", serial",
+    cfg.pingpong and ", ping-pong" or "", cfg.epilogue, maxerr, rel))
 ex.check("flash_attention_sm90", rel, 1e-2)
