@@ -214,6 +214,13 @@ void cache_key(const char *ir_text, cute_compile_opts *o, unsigned char key[32])
   sha256_update(&h, ok, strlen(ok));
   sha256_update(&h, "\n", 1);
   if (o->use_ptxas) put_file_id(&h, "ptxas", cute_ptxas_path());
+  /* lineinfo: relative Lua file names become absolute in the PTX's .file (codegen_body.c) */
+  char cwd[4096];
+  if (o->lineinfo && getcwd(cwd, sizeof cwd)) {
+    sha256_update(&h, "cwd ", 4);
+    sha256_update(&h, cwd, strlen(cwd));
+    sha256_update(&h, "\n", 1);
+  }
   /* libdevice: the given path, else each place the code generator looks */
   if (o->libdevice && *o->libdevice) put_file_id(&h, "libdevice", o->libdevice);
   else {

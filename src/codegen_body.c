@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int terminated(cg *g) {
   LLVMBasicBlockRef bb = LLVMGetInsertBlock(g->B);
@@ -26,10 +27,28 @@ static void br(cg *g, LLVMBasicBlockRef to) {
 }
 
 /* ---- line info ------------------------------------------------------------------------------ */
-LLVMMetadataRef cg_di_file(cg *g, const char *path) {
+/* A relative file name (a Lua chunk loaded as "spec/k.lua") is resolved against the
+   working directory, so the PTX's .file names an absolute path that profilers and
+   compute-sanitizer can open from anywhere; the disk cache's key has the working
+   directory when lineinfo is on (cache.c).  Chunk names that are no file ("[string ...]",
+   "=host", "?") stay as they are. */
+LLVMMetadataRef cg_di_file(cg *g, const char *path_in) {
+  /* PTX's .file takes a plain quoted string: a chunk named by its source text
+     ([string "..."]) may hold quotes, backslashes and control characters */
+  char path[1024];
+  size_t pn = 0;
+  for (const char *c = path_in; *c && pn + 1 < sizeof path; c++)
+    path[pn++] = *c == '"' ? '\'' : *c == '\\' ? '/' : (unsigned char)*c < 32 ? ' ' : *c;
+  path[pn] = 0;
+  if (!path[0] || strchr("[=?", path[0])) return LLVMDIBuilderCreateFile(g->dib, path, pn, "", 0);
   const char *slash = strrchr(path, '/');
   const char *name = slash ? slash + 1 : path;
   size_t dl = slash ? (size_t)(slash - path) : 0;
+  char cwd[4096], dir[8192];
+  if (path[0] != '/' && getcwd(cwd, sizeof cwd)) {
+    int n = snprintf(dir, sizeof dir, "%s%s%.*s", cwd, slash ? "/" : "", (int)dl, path);
+    if (n > 0 && (size_t)n < sizeof dir) return LLVMDIBuilderCreateFile(g->dib, name, strlen(name), dir, (size_t)n);
+  }
   return LLVMDIBuilderCreateFile(g->dib, name, strlen(name), slash ? path : "", dl);
 }
 

@@ -288,7 +288,7 @@ static int run_sass(cute_compiled *res, char *msg, size_t cap) {
     bin = own;
   }
   char *text = NULL;
-  int rc = sass_run(bin, size, &text, msg, cap);
+  int rc = sass_run(bin, size, res->o->lineinfo, &text, msg, cap);
   free(own);
   if (!rc) { free(res->st[S_SASS].text); res->st[S_SASS].text = text; }
   return rc;

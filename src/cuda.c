@@ -700,17 +700,22 @@ int cute_cuda_module_load(const void *image, size_t size, int is_ptx, void **mod
   if (is_ptx && size == 0) size = strlen((const char *)img);
   char elog[8192];
   elog[0] = 0;
-  CUjit_option opts[5] = {CUTE_CU_JIT_ERROR_LOG_BUFFER, CUTE_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void *vals[5] = {elog, (void *)(uintptr_t)sizeof elog};
+  CUjit_option opts[6] = {CUTE_CU_JIT_ERROR_LOG_BUFFER, CUTE_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *vals[6] = {elog, (void *)(uintptr_t)sizeof elog};
   unsigned nopt = 2;
+  /* PTX compiled with lineinfo carries .loc directives: the JIT keeps them as ptxas
+     -lineinfo would (profilers and compute-sanitizer name the source lines) */
+  if (is_ptx && strstr((const char *)img, "\t.loc\t")) {
+    opts[nopt] = CUTE_CU_JIT_GENERATE_LINE_INFO;
+    vals[nopt++] = (void *)(uintptr_t)1;
+  }
   if (info_log && info_cap > 1) {
-    opts[2] = CUTE_CU_JIT_INFO_LOG_BUFFER;
-    opts[3] = CUTE_CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES;
-    opts[4] = CUTE_CU_JIT_LOG_VERBOSE;
-    vals[2] = info_log;
-    vals[3] = (void *)(uintptr_t)(info_cap > 0xffffffffu ? 0xffffffffu : info_cap);
-    vals[4] = (void *)(uintptr_t)1;
-    nopt = 5;
+    opts[nopt] = CUTE_CU_JIT_INFO_LOG_BUFFER;
+    vals[nopt++] = info_log;
+    opts[nopt] = CUTE_CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES;
+    vals[nopt++] = (void *)(uintptr_t)(info_cap > 0xffffffffu ? 0xffffffffu : info_cap);
+    opts[nopt] = CUTE_CU_JIT_LOG_VERBOSE;
+    vals[nopt++] = (void *)(uintptr_t)1;
   }
   CUmodule m = NULL;
   CUresult r = cu.ModuleLoadDataEx(&m, img, nopt, opts, vals);

@@ -207,7 +207,7 @@ int ptxas_run(const char *ptxas, const char *ptx, const char *arch, const char *
   return 0;
 }
 
-int sass_run(const void *cubin, size_t size, char **out, char *msg, size_t cap) {
+int sass_run(const void *cubin, size_t size, int lineinfo, char **out, char *msg, size_t cap) {
   *out = NULL;
   const char *tool = cute_disassembler_path();
   if (!tool) {
@@ -221,8 +221,10 @@ int sass_run(const void *cubin, size_t size, char **out, char *msg, size_t cap) 
   }
   const char *base = strrchr(tool, '/');
   base = base ? base + 1 : tool;
-  char *argv[4] = {(char *)tool, strstr(base, "cuobjdump") ? "-sass" : in, NULL, NULL};
-  if (argv[1] != in) argv[2] = in;
+  int nvdisasm = !strstr(base, "cuobjdump");
+  char *argv[4] = {(char *)tool, nvdisasm ? in : "-sass", NULL, NULL};
+  if (!nvdisasm) argv[2] = in;
+  else if (lineinfo) argv[1] = "--print-line-info", argv[2] = in;
   int st = run_tool(argv, out, m, sizeof m);
   unlink(in);
   if (st) {
@@ -231,6 +233,10 @@ int sass_run(const void *cubin, size_t size, char **out, char *msg, size_t cap) 
     free(*out);
     *out = NULL;
     return CUTE_E_STATE;
+  }
+  if (nvdisasm && lineinfo && *out) {
+    char *with = sass_with_source(*out);
+    if (with) { free(*out); *out = with; }
   }
   return 0;
 }

@@ -21,7 +21,12 @@ IR_HIDDEN int ptxas_run(const char *ptxas, const char *ptx, const char *arch, co
                         void **cubin, size_t *cubin_size, char **log, char *msg, size_t cap);
 IR_HIDDEN int ptxas_parse(const char *log, ptxas_kinfo *k, int cap);
 /* Disassemble a cubin to text (*out malloc'ed).  CUTE_E_UNSUPPORTED when no
-   disassembler is found (msg lists where it looked). */
-IR_HIDDEN int sass_run(const void *cubin, size_t size, char **out, char *msg, size_t cap);
+   disassembler is found (msg lists where it looked).  lineinfo: nvdisasm runs with
+   --print-line-info and each line marker is followed by its source line's text
+   (sass_lines.c); cuobjdump prints no line info. */
+IR_HIDDEN int sass_run(const void *cubin, size_t size, int lineinfo, char **out, char *msg, size_t cap);
+/* sass with the text of the source line after each nvdisasm "//## File" marker
+   (malloc'ed; NULL when out of memory) */
+IR_HIDDEN char *sass_with_source(const char *sass);
 
 #endif

@@ -13,6 +13,7 @@
 --   cute.copy_atom  copy ops (cute.nvgpu.CopyUniversalOp, cute.nvgpu.cpasync, warp.LdMatrix...), atoms, TiledCopy
 --   cute.repl     REPL helpers
 local ffi = require("ffi")
+require("cute.jit_policy") -- first: no trace compiler for the tracing modules (jit_policy.lua says why)
 local cf = require("cute.ffi")
 
 local cute = {}

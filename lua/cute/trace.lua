@@ -50,9 +50,38 @@ M.fail = fail
 -- the sticky IR error of the current trace, at the user's line
 local function ir_fail() cf.ir_fail(S.ir) end
 
+-- The op's source location for the IR: the user's frame, its file named by the
+-- chunk's whole source path ("@dir/k.lua" -> "dir/k.lua"; Lua's short_src cuts long
+-- paths to "...tail", which no tool could open), a chunk named "=name" (a C host's, or
+-- load(s, "=name")) by that name with its "=", a chunk named by its text by short_src
+-- ([string "..."]).  Codegen makes relative file paths absolute for the PTX's .file
+-- (lineinfo) and leaves the other two as they are.
+-- (setloc runs for every op: per frame one getinfo "fl"; the function's name for
+-- the IR, or false for cute's own, is cached per function: a third less time
+-- than getinfo "Sl" per frame.)
+local fn_src = setmetatable({}, { __mode = "k" })
+local getinfo = debug.getinfo
+local function loc_frame()
+  for level = 3, 60 do
+    local info = getinfo(level, "fl")
+    if not info then break end
+    local fn = info.func
+    local n = fn_src[fn]
+    if n == nil then
+      local si = getinfo(fn, "S")
+      local c = si.source:sub(1, 1)
+      n = not cf.is_lib_source(si.source)
+        and (c == "@" and si.source:sub(2) or c == "=" and si.source or si.short_src) or false
+      fn_src[fn] = n
+    end
+    if n and info.currentline > 0 then return n, info.currentline end
+  end
+  return nil, nil
+end
+
 local last_file, last_line
 local function setloc()
-  local f, l = user_frame()
+  local f, l = loc_frame()
   if not f then f, l = "?", 0 end
   if l ~= last_line or f ~= last_file then
     last_file, last_line = f, l
