@@ -1,16 +1,23 @@
 -- FlashAttention-3-style forward for Hopper (examples/flash_attention_sm90.lua;
--- docs/HOPPER.md, "FlashAttention-3-style forward"): the fragment maps the
--- kernel relies on (wgmma's accumulator and A-from-registers layouts, checked
--- against the warpgroup TiledMMA's partition_C / partition_A for every thread;
--- the accumulator of S = Q K^T reused as the A operand of O += P V); the PTX for
--- D = 64 and 128, causal and not (wgmma m64n128k16 / m64nDk16 with A from
--- registers and B transposed, TMA loads, mbarrier try_wait.parity,
--- setmaxnreg, elect.sync, quad shuffles, ex2.approx), assembled by ptxas for
--- sm_90a with 0 spill bytes, and the cold compile time printed; a Hopper
--- kernel traced for sm_80 is an error naming the op; bad configurations are
--- errors at the caller's line. #gpu: the kernel on random data against the CPU
--- reference of the FA2 example (double precision) for S = 200, 333, 1024,
--- D = 64 / 128, causal and not.
+-- docs/HOPPER.md, "FlashAttention-3-style forward"):
+--  * the fragment maps the kernel relies on, checked for every thread against
+--    the warpgroup TiledMMA's partition_C / partition_A (wgmma's accumulator
+--    and A-from-registers layouts; the accumulator of S = Q K^T is the A
+--    operand of O += P V);
+--  * the wgmma descriptors: every element each instruction reads of Q, K and V
+--    (the PTX ISA's canonical 128-byte-swizzle layouts) is the one the smem
+--    layouts hold;
+--  * configuration and argument errors at the caller's line;
+--  * the PTX for D = 64 and 128, causal and not (wgmma m64n128k16 / m64nDk16
+--    with A from registers, TMA loads and store, mbarrier try_wait.parity,
+--    setmaxnreg, elect.sync, quad shuffles, ex2.approx), assembled by ptxas for
+--    sm_90a with 0 spill bytes, the cold compile time printed; the variants the
+--    GPU spec runs compile too;
+--  * one compile for every S: two launches through a stub driver;
+--  * traced for sm_80 / sm_90: an error naming the Hopper op and the arch.
+-- #gpu: the kernel on random data against the CPU reference of the FA2
+-- example (double precision) for S = 200, 333, 1024, D = 64 / 128, causal and
+-- not, and the schedule / epilogue variants.
 local cute = require("cute")
 local C = require("cute.ffi").C
 local util = dofile("spec/support/util.lua")
