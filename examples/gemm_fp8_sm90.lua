@@ -1,11 +1,15 @@
 -- Hopper (sm_90a) fp8 GEMM: examples/gemm_sm90.lua with e4m3 inputs.
 --   C = scale_a * scale_b * (A * B^T)
 --   A: M x K, B: N x K, both float8_e4m3fn and K-major (wgmma's fp8 operands must be);
---   f32 accumulators; C bf16 (default) or f32 (OUT=f32).
+--   f32 accumulators; C bf16 (default) or f32 (C_DTYPE=f32).
 -- The per-tensor scales are the GEMM's alpha (applied to the accumulators in the
 -- epilogue). Everything else (TMA into 128-byte-swizzled stages of 128 x 128 bytes,
 -- wgmma m64nNk32, warp specialisation, persistent scheduler, 2 x 1 cluster multicast)
 -- is gemm_sm90.lua's. K must be a multiple of 16 (16-byte rows for TMA).
+-- Accuracy: Hopper's fp8 wgmma accumulates with fewer fraction bits than f32 (cuBLAS's
+-- "fast accumulation", torch._scaled_mm(use_fast_accum=True)); on an H100 the error is
+-- up to about 2^-13 of alpha * sum |a b| (spec/gemm_sm90_spec.lua checks every element
+-- against that bound).  Partial sums are not promoted to f32 registers.
 --   cuteluajit examples/gemm_fp8_sm90.lua [M] [N] [K]
 local cute = require("cute")
 local dir = arg[0]:match("(.*/)") or "./"
@@ -42,8 +46,9 @@ end
 
 if CUTE_EXAMPLE_LIB then return { make_gemm = make_gemm } end
 
-local out = os.getenv("OUT") == "f32" and cute.float32 or cute.bfloat16
-local g = make_gemm{ c_dtype = out, bn = tonumber(os.getenv("BN")), stages = tonumber(os.getenv("STAGES")) }
+local out = os.getenv("C_DTYPE") == "f32" and cute.float32 or cute.bfloat16
+local g = make_gemm{ c_dtype = out, bn = tonumber(os.getenv("BN")), stages = tonumber(os.getenv("STAGES")),
+  cluster_m = tonumber(os.getenv("CLUSTER")) }
 if not ex.gpu() then
   print("gemm_fp8_sm90: needs an sm_90 GPU to run (spec/gemm_sm90_spec.lua compiles it without one)")
   return

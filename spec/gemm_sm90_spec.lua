@@ -249,14 +249,24 @@ describe("examples/gemm_fp8_sm90.lua on an sm_90 GPU", function()
         local Cm = cute.zeros({ M, N }, out)
         g.launch(A, B, Cm, 0.5, 0.25)
         local zero = setmetatable({}, { __index = function() return 0 end })
-        local bad = 0
-        ex.gemm_tn_compare(ex.host_values(A), ex.host_values(B), zero, ex.host_values(Cm), M, N, K, 0.125, 0, 1,
+        local a, b = ex.host_values(A), ex.host_values(B)
+        local bad, worst = 0, ""
+        -- Hopper's fp8 wgmma accumulates with fewer fraction bits than f32 (the
+        -- hardware's "fast accumulation"; measured on an H100: errors up to about
+        -- 2^-13 of alpha * sum |a b|).  Tolerance: 2^-11 of that, plus the output
+        -- dtype's rounding (bf16: 2^-8 relative; f32: 2^-20).
+        ex.gemm_tn_compare(a, b, zero, ex.host_values(Cm), M, N, K, 0.125, 0, 1,
           function(i, j, c, ref)
-            local tol = out == bf16 and 0.01 or 1e-4
-            if not (math.abs(c - ref) <= tol * (math.abs(ref) + 1)) then bad = bad + 1 end
+            local sabs = 0
+            for kk = 0, K - 1 do sabs = sabs + math.abs(a[i * K + kk] * b[j * K + kk]) end
+            local tol = 0.125 * sabs * 2 ^ -11 + (out == bf16 and 2 ^ -8 or 2 ^ -20) * math.abs(ref)
+            if not (math.abs(c - ref) <= tol) then
+              bad = bad + 1
+              worst = ("C[%d][%d] = %.6g, expected %.6g (tolerance %.3g)"):format(i, j, c, ref, tol)
+            end
           end)
         A:free(); B:free(); Cm:free()
-        assert.are.equal(0, bad, ("fp8 %dx%dx%d (%s out): %d elements off"):format(M, N, K, out.name, bad))
+        assert.are.equal(0, bad, ("fp8 %dx%dx%d (%s out): %d elements off, e.g. %s"):format(M, N, K, out.name, bad, worst))
       end
     end
   end)
