@@ -46,7 +46,7 @@ describe("cute.pipeline kernels (sm_90a)", function()
     assert.falsy(has(r1.ptx, "mapa"), "one CTA: consumers release locally")
     assert.falsy(has(r1.ptx, "barrier.cluster"))
     build(K.bulk_pipeline(4, 2), { "mbarrier.arrive.expect_tx.shared::cta.b64 _, [",
-      ".multicast::cluster [", "mapa.shared::cluster.u32", "mbarrier.arrive.release.cluster.shared::cluster.b64",
+      ".multicast::cluster [", "mapa.shared::cluster.u32", "mbarrier.arrive.shared::cluster.b64",
       "%cluster_ctarank", "barrier.cluster.arrive.relaxed.aligned;", "barrier.cluster.wait.aligned;" },
       cute.tensor_spec({ 8192 }, f32), cute.tensor_spec({ 3, 16384 }, f32), cute.Int32(4))
     if not PTXAS then pending("ptxas not found: PTX checked, not assembled") end

@@ -293,7 +293,8 @@ function Pipeline.consumer_release(p, s)
     return
   end
   tr.if_then(p.signalling, function()
-    sm90.mbarrier_arrive(p:empty_barrier(s.index), p.dst_rank)
+    -- CTA-scope release: the stage was only read here (CUTLASS's ClusterBarrier::arrive)
+    sm90.mbarrier_arrive(p:empty_barrier(s.index), p.dst_rank, p.dst_rank ~= nil and "cta" or nil)
   end)
 end
 -- producer, before it exits: wait until the consumers released every stage
