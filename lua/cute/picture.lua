@@ -40,7 +40,7 @@ local function elem_bytes(opts, what)
     return b
   end
   if opts.dtype ~= nil then
-    local ok, dt = pcall(require("cute.dtype").dtype, opts.dtype)
+    local ok, dt = pcall(require("cute.dtype").to_dtype, opts.dtype, what)
     if not ok or type(dt) ~= "table" or not dt.size then
       fail(what, "dtype must be a cute dtype such as cute.float16, got %s", tostring(opts.dtype))
     end
