@@ -245,8 +245,9 @@ local function device_text()
     local arch = compile.device_arch() or compile.default_arch()
     lines[1] = ("device %d: %s, compute capability %d.%d, %d SMs, %.1f GiB"):format(d.ordinal, d.name, d.cc[1],
       d.cc[2], d.sm_count, tonumber(d.total_mem) / 2 ^ 30)
+    local kib = function(b) return math.floor(tonumber(b) / 1024) end
     lines[2] = ("  shared memory %d KiB per block (%d KiB opt-in), %d KiB per SM; %d registers per SM"):format(
-      d.smem_per_block / 1024, d.smem_per_block_optin / 1024, d.smem_per_sm / 1024, d.regs_per_sm)
+      kib(d.smem_per_block), kib(d.smem_per_block_optin), kib(d.smem_per_sm), tonumber(d.regs_per_sm))
     lines[3] = ("  %d threads per SM, %d blocks per SM, clusters %s; driver %d"):format(d.max_threads_per_sm,
       d.max_blocks_per_sm, d.cluster_launch and "yes" or "no", rt.driver_version())
     lines[4] = "compile target: " .. tostring(arch)
