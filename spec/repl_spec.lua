@@ -276,3 +276,59 @@ describe("the REPL with a GPU", function()
     end)
   end)
 end)
+
+describe("REPL commands (stdin from a file)", function()
+  local function session(lines)
+    local input, outf = tmpfile(), tmpfile()
+    local f = assert(io.open(input, "w"))
+    f:write(table.concat(lines, "\n"), "\n")
+    f:close()
+    os.execute(("CUTE_HISTORY= %s -i < %s > %s 2>&1"):format(exe, input, outf))
+    local out = util.read_file(outf) or ""
+    os.remove(input)
+    os.remove(outf)
+    return out
+  end
+
+  it(":reload runs an edited script again and its kernels are re-read", function()
+    local script = tmpfile() .. ".lua"
+    local function write(v)
+      local f = assert(io.open(script, "w"))
+      f:write(("rk = cute.kernel(function(A) A[0] = %d end, {name = 'rk'})\nreturn 'version %d'\n"):format(v, v))
+      f:close()
+    end
+    write(7)
+    local out = session({ ":reload " .. script, ":ir rk(cute.tensor_spec({4}, cute.float32))",
+      ("F = io.open(%q, 'w')"):format(script),
+      "F:write(\"rk = cute.kernel(function(A) A[0] = 9 end, {name = 'rk'})\\nreturn 'version 9'\\n\")",
+      "F:close()",
+      ":reload", ":ir rk(cute.tensor_spec({4}, cute.float32))", ":reload /nonexistent/x.lua" })
+    os.remove(script)
+    assert.truthy(out:find("version 7", 1, true), out)
+    assert.truthy(out:find("store %2, 7.0:f32", 1, true), out)
+    assert.truthy(out:find("version 9", 1, true), out)
+    assert.truthy(out:find("store %2, 9.0:f32", 1, true), out)
+    assert.truthy(out:find(":reload: cannot open /nonexistent/x.lua", 1, true), out)
+  end)
+
+  it(":llvm, :show, :help and errors that name the command", function()
+    local out = session({ "k = cute.kernel(function(A) A[0] = 1 end, {name = 'one'})",
+      ":llvm k(cute.tensor_spec({4}, cute.float32))", ":show cute.make_layout({2, 3}, {3, 1})", ":help",
+      ":ptx", ":nosuch", ":show" })
+    assert.truthy(out:find("define ptx_kernel void @one(", 1, true), out)
+    assert.truthy(out:find("0 0 1 2 \n1 3 4 5 ", 1, true), out)
+    for _, c in ipairs({ ":ir", ":llvm", ":ptx", ":sass", ":time", ":info", ":arch", ":device", ":reload", ":show",
+      ":help" }) do
+      assert.truthy(out:find("\n  " .. c .. " ", 1, true), c)
+    end
+    assert.truthy(out:find("unknown command :nosuch", 1, true), out)
+    assert.truthy(out:find(":show: what?", 1, true), out)
+  end)
+
+  it(":ptx with no kernel call yet says so", function()
+    local out = session({ ":ptx", ":ptx 42", "f = 1", ":ir f" })
+    assert.truthy(out:find(":ptx: no kernel call yet", 1, true), out)
+    assert.truthy(out:find(":ptx: 42 is not a kernel call (it gave a number)", 1, true), out)
+    assert.truthy(out:find(":ir: f is not a kernel call", 1, true), out)
+  end)
+end)

@@ -5,7 +5,8 @@
 -- k:ir/compile/ptx/sass(...)) is remembered: the last one overall and the
 -- last one of each kernel.  ":ptx EXPR" evaluates EXPR with launches turned
 -- into records (nothing runs on the GPU), so ":ptx k(cfg, A, B)" shows the
--- PTX of that call; ":ptx k" uses k's last call; ":ptx" the last call.
+-- PTX of that call (":ptx k(A, B)", without a launch configuration, works
+-- too); ":ptx k" uses k's last call; ":ptx" the last call.
 local repl = require("cute.repl")
 
 local M = {}
@@ -32,6 +33,11 @@ function M.install(state)
   K._repl_wrapped = true
   local kcall, lcall = K.__call, Launcher.__call
   K.__call = function(self, cfg, ...)
+    -- (in a command, k(A, B) without a launch configuration means those arguments)
+    if rec.capture and not (type(cfg) == "table" and getmetatable(cfg) == nil and (cfg.grid or cfg.block)) then
+      remember(self, nil, cfg, ...)
+      return
+    end
     remember(self, cfg, ...)
     if rec.capture then return end
     return kcall(self, cfg, ...)
