@@ -8,13 +8,15 @@
 -- PTX of that call (":ptx k(A, B)", without a launch configuration, works
 -- too); ":ptx k" uses k's last call; ":ptx" the last call.
 local repl = require("cute.repl")
+local cf = require("cute.ffi")
 
 local M = {}
 
 local rec = { last = nil, by_kernel = setmetatable({}, { __mode = "k" }), capture = false }
 M.record = rec
 
-local function fail(msg) error(msg, 0) end
+-- (a command's error has no user line to point at: the message alone)
+local function fail(msg) cf.fail_at(nil, msg) end
 
 local function remember(k, cfg, ...)
   local c = { k = k, cfg = cfg, n = select("#", ...), args = { ... } }
