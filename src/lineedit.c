@@ -463,10 +463,11 @@ static int l_call(lua_State *L) {
   lua_pushvalue(L, 1); /* 4: f */
   hook_L = L;
   got_sigint = 0;
+  sig_atomic_t outer = running; /* (calls nest: a command evaluating an expression) */
   running = 1;
   int st = lua_pcall(L, 0, LUA_MULTRET, 3);
   if (running == 2) lua_sethook(L, NULL, 0, 0); /* (interrupted after its last hook point) */
-  running = 0;
+  running = outer;
   lua_pushboolean(L, st == 0);
   lua_replace(L, 3);
   return lua_gettop(L) - 2;

@@ -313,7 +313,8 @@ function M.run(state, line)
     repl.report(("unknown command :%s (:help lists them)"):format(tostring(name)))
     return true
   end
-  local ok, r = pcall(c.fn, state, a or "")
+  -- (under the line editor's call: Ctrl-C stops a long compile or benchmark)
+  local ok, r = state.le.call(function() return c.fn(state, a or "") end, repl.handler)
   if not ok then
     repl.report(r)
     return true
