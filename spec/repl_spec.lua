@@ -322,7 +322,7 @@ describe("REPL commands (stdin from a file)", function()
   it(":llvm, :show, :help and errors that name the command", function()
     local out = session({ "k = cute.kernel(function(A) A[0] = 1 end, {name = 'one'})",
       ":llvm k(cute.tensor_spec({4}, cute.float32))", ":show cute.make_layout({2, 3}, {3, 1})", ":help",
-      ":ptx", ":nosuch", ":show" })
+      ":ptx", ":nosuch", ":show", ":sass" })
     assert.truthy(out:find("define ptx_kernel void @one(", 1, true), out)
     assert.truthy(out:find("0 0 1 2 \n1 3 4 5 ", 1, true), out)
     for _, c in ipairs({ ":ir", ":llvm", ":ptx", ":sass", ":time", ":info", ":arch", ":device", ":reload", ":show",
@@ -331,6 +331,9 @@ describe("REPL commands (stdin from a file)", function()
     end
     assert.truthy(out:find("unknown command :nosuch", 1, true), out)
     assert.truthy(out:find(":show: what?", 1, true), out)
+    -- :sass: the SASS when a disassembler (and ptxas) is installed, else an error naming nvdisasm
+    assert.truthy(out:find("EXIT", 1, true) or out:find("sass: no disassembler found (searched CUTE_NVDISASM", 1, true)
+      or out:find("ptxas", 1, true), out)
   end)
 
   it(":ptx with no kernel call yet says so", function()

@@ -339,7 +339,7 @@ static int edit(lua_State *L, const char *prompt, line_t *l) {
   int hpos = hist_n;
   char *current = NULL; /* the line being typed while browsing history */
   int result = R_LINE;
-  line_reserve(l, 1);
+  if (line_reserve(l, 1)) return R_EOF; /* (out of memory) */
   l->b[0] = 0;
   refresh(prompt, l);
   for (;;) {
