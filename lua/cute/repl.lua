@@ -34,6 +34,7 @@ end
 
 local function cute_notation(v)
   if type(v) == "cdata" then
+    if not require("ffi").istype(cute_layout.value_t, v) then return nil end -- (other cdata: as Lua shows it)
     local ok, s = pcall(cute_layout.tostring, v)
     if ok then return s end
   elseif type(v) == "table" and getmetatable(v) == nil and next(v) ~= nil and is_tuple(v, 0) then
