@@ -188,6 +188,9 @@ describe("REPL printing", function()
     assert.equal("(4,8):(8,1)", repl.format(cute.make_layout({ 4, 8 }, { 8, 1 })))
     assert.equal("(2,(3,4))", repl.format({ 2, { 3, 4 } }))
     assert.equal("1\ttext", repl.format_all(1, "text"))
+    assert.equal("Sw<3,3,3> o 0 o 8:1",
+      repl.format(cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 0, cute.make_layout(8))))
+    assert.equal("5ULL", repl.format(require("ffi").new("uint64_t", 5))) -- other cdata as Lua shows it
   end)
 
   it("shows tables as sorted fields, long text as a summary", function()
