@@ -143,7 +143,7 @@ describe("cute.svg", function()
     assert.equal("svg", check_xml(s))
     local ps = cells_of(s)
     local A, B, C = ps.A, ps.B, ps.C
-    assert.same({ 16, 16, 8, 16, 16, 8 }, { A.rows, A.cols, B.rows, B.cols, C.rows, C.cols })
+    assert.same({ 16, 16, 16, 8, 16, 8 }, { A.rows, A.cols, B.rows, B.cols, C.rows, C.cols }) -- B drawn K x N
     local function tv(t, v) return { "T" .. t, "V" .. v } end
     for r = 0, 15 do
       for k = 0, 15 do -- a0..a7: (g, 2t+i), (g+8, 2t+i), (g, 2t+8+i), (g+8, 2t+8+i)
@@ -152,7 +152,7 @@ describe("cute.svg", function()
     end
     for n = 0, 7 do
       for k = 0, 15 do -- b0..b3: (k = 2t+i, n = g), (k = 2t+8+i, n = g)
-        assert.same(tv(4 * n + idiv(k % 8, 2), k % 2 + 2 * idiv(k, 8)), B.cells[n .. "," .. k])
+        assert.same(tv(4 * n + idiv(k % 8, 2), k % 2 + 2 * idiv(k, 8)), B.cells[k .. "," .. n])
       end
     end
     for r = 0, 15 do

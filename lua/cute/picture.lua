@@ -1,13 +1,14 @@
 -- cute.picture: what cute.svg and the REPL's :show draw, as data.
 --
--- picture.of(x, opts, what) -> { title =, note =, panels = { panel... } }
+-- picture.of(x, opts, what) -> { title =, note =, panels = { panel... } [, grid = { [name] = {col, row} }] }
+--   (grid: where a drawing puts each panel; without it, left to right)
 --   panel = { name =, rows =, cols =, row_label =, col_label =,
 --             cells = { [r * cols + c + 1] = cell } }   (r, c 0-based)
 --   cell  = { lines = {text...}, color = k (0-based palette index), offset =,
 --             bank =, tid =, vid = }
 -- x is a layout (cells: coordinate -> offset), a composed (swizzled) layout
--- (cells: offset and shared-memory bank), a TiledMMA (panels A, B, C: the
--- thread and value of each element, as CuTe's print_latex) or a TiledCopy
+-- (cells: offset and shared-memory bank), a TiledMMA (panels A (M x K), B
+-- (K x N) and C (M x N): the thread and value of each element, as CuTe's print_latex) or a TiledCopy
 -- (panels S and D).  opts: dtype (a cute dtype or its name: the element size
 -- for banks; default 16-bit), bytes (element size in bytes, instead of dtype).
 local layout = require("cute.layout")
@@ -82,16 +83,20 @@ end
 
 -- One panel of thread-value assignments: tv maps (thread, value) to the
 -- column-major index of a rows x cols tile; each element shows the first
--- thread (then value) that holds it.
-local function tv_panel(name, tv, rows, cols, row_label, col_label)
-  local p = { name = name, rows = rows, cols = cols, row_label = row_label, col_label = col_label, cells = {} }
+-- thread (then value) that holds it.  transpose: draw the tile's columns as
+-- rows (B as K x N, above C, as CuTe's print_latex).
+local function tv_panel(name, tv, rows, cols, row_label, col_label, transpose)
+  local dr, dc = rows, cols
+  if transpose then dr, dc, row_label, col_label = cols, rows, col_label, row_label end
+  local p = { name = name, rows = dr, cols = dc, row_label = row_label, col_label = col_label, cells = {} }
   local nthr, nval = layout.size(layout.get(tv, 0)), layout.size(layout.get(tv, 1))
   if rows * cols > MAX_CELLS then fail("cute.svg", "tile %d x %d is too large to draw", rows, cols) end
   for t = 0, nthr - 1 do
     for v = 0, nval - 1 do
       local idx = tv(t + nthr * v)
       local r, c = idx % rows, math.floor(idx / rows)
-      local k = r * cols + c + 1
+      if transpose then r, c = c, r end
+      local k = r * dc + c + 1
       if idx >= 0 and idx < rows * cols and not p.cells[k] then
         p.cells[k] = { tid = t, vid = v, lines = { "T" .. t, "V" .. v }, color = t % M.palette_size }
       end
@@ -106,11 +111,13 @@ local function mma_picture(t)
   return {
     title = ("TiledMMA %s, tile %d x %d x %d"):format(t.atom.instruction or "?", m, n, k),
     note = "cell: the thread (T) and its value index (V) holding the element; colour: thread mod " .. M.palette_size,
+    -- placed as CuTe's print_latex: B (K x N) above C, A (M x K) left of it
     panels = {
       tv_panel("A", t:get_layoutA_TV(), m, k, "m", "k"),
-      tv_panel("B", t:get_layoutB_TV(), n, k, "n", "k"),
+      tv_panel("B", t:get_layoutB_TV(), n, k, "n", "k", true),
       tv_panel("C", t:get_layoutC_TV(), m, n, "m", "n"),
     },
+    grid = { A = { 0, 1 }, B = { 1, 0 }, C = { 1, 1 } },
   }
 end
 

@@ -32,17 +32,38 @@ end
 function M.render(pic)
   local out = {}
   local function add(fmt, ...) out[#out + 1] = fmt:format(...) end
-  local x0, top = MARGIN, MARGIN + 2 * LINE_H + 8
+  local top = MARGIN + 2 * LINE_H + 8
   local parts, width, height = {}, 0, 0
-  for _, p in ipairs(pic.panels) do
+  for i, p in ipairs(pic.panels) do
     local cw, ch = cell_size(p)
-    local lw = (#tostring(p.rows - 1)) * CHAR_W + 8  -- row indices
-    local pw, ph = lw + p.cols * cw, LINE_H * 2 + 4 + p.rows * ch
-    parts[#parts + 1] = { p = p, x = x0, cw = cw, ch = ch, lw = lw }
-    x0 = x0 + pw + GAP
-    width = x0 - GAP + MARGIN
-    if top + ph + MARGIN > height then height = top + ph + MARGIN end
+    parts[i] = { p = p, cw = cw, ch = ch, lw = (#tostring(p.rows - 1)) * CHAR_W + 8 } -- (lw: row indices)
   end
+  if pic.grid then -- one cell size, so that C lines up with A's rows and B's columns
+    local cw, ch, lw = 0, 0, 0
+    for _, q in ipairs(parts) do cw, ch, lw = math.max(cw, q.cw), math.max(ch, q.ch), math.max(lw, q.lw) end
+    for _, q in ipairs(parts) do q.cw, q.ch, q.lw = cw, ch, lw end
+  end
+  for i, q in ipairs(parts) do
+    q.w, q.h = q.lw + q.p.cols * q.cw, LINE_H * 2 + 4 + q.p.rows * q.ch
+    local g = pic.grid and pic.grid[q.p.name]
+    q.gc, q.gr = g and g[1] or i - 1, g and g[2] or 0
+  end
+  -- columns and rows of the arrangement: the widest / tallest panel in each
+  local colw, rowh, ncol, nrow = {}, {}, 0, 0
+  for _, q in ipairs(parts) do
+    colw[q.gc] = math.max(colw[q.gc] or 0, q.w)
+    rowh[q.gr] = math.max(rowh[q.gr] or 0, q.h)
+    ncol, nrow = math.max(ncol, q.gc + 1), math.max(nrow, q.gr + 1)
+  end
+  local colx, rowy = {}, {}
+  local x, y = MARGIN, top
+  for c = 0, ncol - 1 do colx[c] = x; x = x + (colw[c] or 0) + GAP end
+  for r = 0, nrow - 1 do rowy[r] = y; y = y + (rowh[r] or 0) + GAP end
+  for _, q in ipairs(parts) do -- right-aligned in their column, bottom-aligned in their row
+    q.x = colx[q.gc] + colw[q.gc] - q.w
+    q.y = rowy[q.gr] + rowh[q.gr] - q.h
+  end
+  width, height = x - GAP + MARGIN, y - GAP + MARGIN
   local tw = math.max(#pic.title, #(pic.note or "")) * CHAR_W + 2 * MARGIN
   if tw > width then width = tw end
   add('<?xml version="1.0" encoding="UTF-8"?>')
@@ -54,7 +75,7 @@ function M.render(pic)
   if pic.note then add('<text x="%d" y="%d" fill="#444">%s</text>', MARGIN, MARGIN + 2 * LINE_H + 2, esc(pic.note)) end
   for _, q in ipairs(parts) do
     local p, cw, ch, lw = q.p, q.cw, q.ch, q.lw
-    add('<g class="panel" data-name="%s" transform="translate(%d,%d)">', esc(p.name), q.x, top)
+    add('<g class="panel" data-name="%s" transform="translate(%d,%d)">', esc(p.name), q.x, q.y)
     add('<text x="0" y="%d" font-weight="bold">%s (%d x %d: %s down, %s across)</text>', LINE_H, esc(p.name),
       p.rows, p.cols, esc(p.row_label), esc(p.col_label))
     local gy = LINE_H * 2 + 4
