@@ -62,8 +62,8 @@ local function cells_of(svg)
   starts[#starts + 1] = #svg + 1
   for k = 1, #starts - 1 do
     local body = svg:sub(starts[k], starts[k + 1] - 1)
-    local name = body:match('^<g class="panel" data%-name="([^"]+)"')
-    local p = { cells = {} }
+    local name, px, py = body:match('^<g class="panel" data%-name="([^"]+)" transform="translate%((%d+),(%d+)%)"')
+    local p = { cells = {}, x = tonumber(px), y = tonumber(py) }
     p.rows, p.cols = body:match("%((%d+) x (%d+):")
     p.rows, p.cols = tonumber(p.rows), tonumber(p.cols)
     for r, c, inner in body:gmatch('<g class="cell" data%-r="(%d+)" data%-c="(%d+)">(.-)</g>') do
@@ -144,6 +144,10 @@ describe("cute.svg", function()
     local ps = cells_of(s)
     local A, B, C = ps.A, ps.B, ps.C
     assert.same({ 16, 16, 16, 8, 16, 8 }, { A.rows, A.cols, B.rows, B.cols, C.rows, C.cols }) -- B drawn K x N
+    -- placed as print_latex: B above C (same x), A left of C (same y)
+    assert.equal(B.x, C.x)
+    assert.equal(A.y, C.y)
+    assert.is_true(B.y < C.y and A.x < C.x)
     local function tv(t, v) return { "T" .. t, "V" .. v } end
     for r = 0, 15 do
       for k = 0, 15 do -- a0..a7: (g, 2t+i), (g+8, 2t+i), (g, 2t+8+i), (g+8, 2t+8+i)
