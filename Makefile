@@ -38,7 +38,8 @@ ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -Iinclude -I
              -I$(LUAJIT_INC) $(LLVM_CFLAGS)
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-CORE_SRCS := $(filter-out src/main.c,$(wildcard src/*.c))
+# (the REPL's line editor, lineedit.c, belongs to the program, not to libcute)
+CORE_SRCS := $(filter-out src/main.c src/lineedit.c,$(wildcard src/*.c))
 CORE_OBJS := $(CORE_SRCS:src/%.c=$(B)/obj/%.o) $(B)/obj/lua_embed.o
 ASAN_OBJS := $(CORE_SRCS:src/%.c=$(A)/obj/%.o) $(A)/obj/lua_embed.o
 HEADERS   := $(wildcard include/*.h src/*.h)
@@ -89,7 +90,7 @@ $(B)/libcute.so: $(CORE_OBJS)
 
 # The REPL / script runner: LuaJIT and LLVM linked statically; exports the
 # cute_* API and LuaJIT's lua_* symbols (busted's C modules need them).
-$(B)/cuteluajit: $(B)/obj/main.o $(CORE_OBJS)
+$(B)/cuteluajit: $(B)/obj/main.o $(B)/obj/lineedit.o $(CORE_OBJS)
 	@echo "  LINK    $@"
 	$(Q)$(CXX) -o $@ $^ -Wl,-E $(LUAJIT_A) $(LINK_LLVM)
 
@@ -106,7 +107,7 @@ $(A)/obj/main.o: src/main.c $(HEADERS) | $(A)/obj check-deps
 	@echo "  CC/SAN  $<"
 	$(Q)$(CC) $(ALL_CFLAGS) -O1 $(SAN) -c $< -o $@
 
-$(A)/cuteluajit: $(A)/obj/main.o $(ASAN_OBJS)
+$(A)/cuteluajit: $(A)/obj/main.o $(A)/obj/lineedit.o $(ASAN_OBJS)
 	@echo "  LINK    $@"
 	$(Q)$(CXX) $(SAN) -o $@ $^ -Wl,-E $(LUAJIT_A) $(LINK_LLVM)
 

@@ -6,21 +6,19 @@
  *   cuteluajit                     REPL when stdin is a terminal, else run stdin
  *   cuteluajit --cache list|stats|clear   the disk cache of compiled kernels (docs/CACHE.md)
  *
- * The REPL uses GNU readline when libreadline.so.8 can be dlopen'ed (line
- * editing, history in ~/.cuteluajit_history) and plain stdin otherwise.
- * Expression results are printed through cute.repl.format (layouts in CuTe
- * notation); incomplete statements continue on the next line; `:help`.
+ * The REPL is lua/cute/repl.lua (commands, printing, completion) over the
+ * terminal line editor of lineedit.c (history, Tab, Ctrl-C); docs/REPL.md.
  */
 #include "cute_lua.h"
 #include "cute_ir.h"
 #include "cute_cuda.h"
 #include "cute_cache.h"
+#include "lineedit.h"
 
 #include <lua.h>
 #include <lauxlib.h>
 #include <lualib.h>
 
-#include <dlfcn.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -53,18 +51,9 @@ static int traceback(lua_State *L) {
   return 1;
 }
 
-static int show_traceback = 1; /* off in the REPL: the message is enough */
-
-static int message_only(lua_State *L) {
-  if (lua_isnil(L, 1)) return 1;
-  if (!lua_isstring(L, 1) && !(luaL_callmeta(L, 1, "__tostring") && lua_isstring(L, -1)))
-    lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
-  return 1;
-}
-
 static int docall(lua_State *L, int narg, int nres) {
   int base = lua_gettop(L) - narg;
-  lua_pushcfunction(L, show_traceback ? traceback : message_only);
+  lua_pushcfunction(L, traceback);
   lua_insert(L, base);
   signal(SIGINT, on_sigint);
   int status = lua_pcall(L, narg, nres, base);
@@ -126,74 +115,7 @@ static int load_cute(lua_State *L) {
   return 0;
 }
 
-/* ---- REPL -------------------------------------------------------------------- */
-typedef char *(*readline_fn)(const char *);
-typedef void (*add_history_fn)(const char *);
-typedef int (*history_file_fn)(const char *);
-static readline_fn rl_readline;
-static add_history_fn rl_add_history;
-static history_file_fn rl_read_history, rl_write_history;
-
-static void load_readline(void) {
-  if (getenv("CUTE_NO_READLINE")) return;
-  const char *names[] = {"libreadline.so.8", "libreadline.so", "libedit.so.2", NULL};
-  for (int i = 0; names[i]; i++) {
-    void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!h) continue;
-    rl_readline = (readline_fn)dlsym(h, "readline");
-    rl_add_history = (add_history_fn)dlsym(h, "add_history");
-    rl_read_history = (history_file_fn)dlsym(h, "read_history");
-    rl_write_history = (history_file_fn)dlsym(h, "write_history");
-    if (rl_readline) return;
-  }
-}
-
-static char *read_line(const char *prompt) {
-  if (rl_readline) return rl_readline(prompt);
-  fputs(prompt, stdout);
-  fflush(stdout);
-  size_t cap = 256, len = 0;
-  char *buf = malloc(cap);
-  if (!buf) return NULL;
-  int c;
-  while ((c = getchar()) != EOF && c != '\n') {
-    if (len + 1 >= cap) {
-      char *nb = realloc(buf, cap *= 2);
-      if (!nb) { free(buf); return NULL; }
-      buf = nb;
-    }
-    buf[len++] = (char)c;
-  }
-  if (c == EOF && len == 0) { free(buf); return NULL; }
-  buf[len] = 0;
-  return buf;
-}
-
-/* Does the error say the chunk ended too early (so read another line)? */
-static int incomplete(lua_State *L, int status) {
-  if (status != LUA_ERRSYNTAX) return 0;
-  size_t lmsg;
-  const char *msg = lua_tolstring(L, -1, &lmsg);
-  const char *eof = "'<eof>'";
-  size_t le = strlen(eof);
-  return lmsg >= le && strcmp(msg + lmsg - le, eof) == 0;
-}
-
-static void repl_help(void) {
-  puts("cuteluajit REPL: Lua (LuaJIT 2.1) with `cute` loaded.\n"
-       "  Type a statement or an expression; expression values are printed\n"
-       "  (layouts in CuTe notation). Unfinished statements continue on the next line.\n"
-       "  :help          this text\n"
-       "  :quit  (or Ctrl-D)  leave\n"
-       "  Ctrl-C         interrupt running Lua code (a loop LuaJIT has already compiled\n"
-       "                 cannot be interrupted: a second Ctrl-C ends cuteluajit)\n"
-       "Try:\n"
-       "  L = cute.make_layout({4, {2, 3}})\n"
-       "  L(5)  cute.size(L)  cute.coalesce(L)\n"
-       "  cute.print_layout(cute.make_layout({4, 8}, {8, 1}))\n"
-       "  cute.logical_divide(cute.make_layout(24), cute.make_layout(4, 2))");
-}
-
+/* ---- REPL: lua/cute/repl.lua over the line editor of lineedit.c ------------ */
 /* Give the kernel front end (cute.frontend) the text of a chunk compiled as
    "=stdin", so that kernels defined at the prompt are rewritten too.  Only when
    cute is loaded; errors are ignored (the front end then says it is off). */
@@ -214,82 +136,26 @@ static void register_chunk(lua_State *L, const char *text) {
   lua_settop(L, top);
 }
 
-/* Print the values left on the stack (from index base+1) via cute.repl.format */
-static void print_results(lua_State *L, int base) {
-  int n = lua_gettop(L) - base;
-  if (n <= 0) return;
+static void repl(lua_State *L) {
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "preload");
+  lua_pushcfunction(L, cute_lineedit_open);
+  lua_setfield(L, -2, "cute.lineedit");
+  lua_pop(L, 2);
   lua_getglobal(L, "require");
   lua_pushstring(L, "cute.repl");
-  if (lua_pcall(L, 1, 1, 0) != 0) { report(L, 1); lua_settop(L, base); return; }
-  lua_getfield(L, -1, "format_all");
-  lua_remove(L, -2);
-  lua_insert(L, base + 1);
-  if (docall(L, n, 1) != 0) { report(L, 1); lua_settop(L, base); return; }
-  puts(lua_tostring(L, -1) ? lua_tostring(L, -1) : "");
-  lua_settop(L, base);
-}
-
-static void repl(lua_State *L) {
-  show_traceback = getenv("CUTE_TRACEBACK") != NULL;
-  load_readline();
-  char hist[PATH_MAX] = "";
-  const char *home = getenv("HOME");
-  if (home && rl_read_history) {
-    snprintf(hist, sizeof hist, "%s/.cuteluajit_history", home);
-    rl_read_history(hist);
+  int st = docall(L, 1, 1);
+  if (st == 0) {
+    lua_getfield(L, -1, "run");
+    lua_remove(L, -2);
+    /* (not docall: the REPL's Ctrl-C handling is lineedit.c's) */
+    lua_pushcfunction(L, traceback);
+    lua_insert(L, -2);
+    st = lua_pcall(L, 0, 0, -2);
+    if (st == 0) lua_pop(L, 1);
+    else lua_remove(L, -2);
   }
-  if (isatty(0)) printf("%s -- LuaJIT 2.1 with cute. :help for help, Ctrl-D to quit.\n", cute_version());
-  for (;;) {
-    char *line = read_line("cute> ");
-    if (!line) break;
-    if (strcmp(line, ":quit") == 0 || strcmp(line, ":q") == 0) { free(line); break; }
-    if (strcmp(line, ":help") == 0 || strcmp(line, ":h") == 0) {
-      repl_help();
-      if (rl_add_history) rl_add_history(line);
-      free(line);
-      continue;
-    }
-    if (line[strspn(line, " \t")] == 0) { free(line); continue; }
-    /* accumulate a chunk */
-    luaL_Buffer b;
-    int base = lua_gettop(L);
-    lua_pushstring(L, line);
-    free(line);
-    int status;
-    for (;;) {
-      const char *code = lua_tostring(L, base + 1);
-      /* first as an expression */
-      lua_pushfstring(L, "return %s", code);
-      status = luaL_loadbuffer(L, lua_tostring(L, -1), lua_objlen(L, -1), "=stdin");
-      if (status == 0) register_chunk(L, lua_tostring(L, -2));
-      lua_remove(L, -2);
-      if (status == 0) break;
-      lua_pop(L, 1);
-      status = luaL_loadbuffer(L, code, lua_objlen(L, base + 1), "=stdin");
-      if (status == 0) register_chunk(L, code);
-      if (!incomplete(L, status)) break;
-      lua_pop(L, 1);
-      char *more = read_line(">> ");
-      if (!more) { status = -1; break; }
-      luaL_buffinit(L, &b);
-      lua_pushvalue(L, base + 1);
-      luaL_addvalue(&b);
-      luaL_addchar(&b, '\n');
-      luaL_addstring(&b, more);
-      free(more);
-      luaL_pushresult(&b);
-      lua_replace(L, base + 1);
-    }
-    if (rl_add_history) rl_add_history(lua_tostring(L, base + 1));
-    if (status == -1) { lua_settop(L, base); break; }
-    lua_remove(L, base + 1); /* the source text */
-    if (status == 0) status = docall(L, 0, LUA_MULTRET);
-    if (status == 0) print_results(L, base);
-    else report(L, status);
-    lua_settop(L, base);
-  }
-  if (hist[0] && rl_write_history) rl_write_history(hist);
-  if (isatty(0)) putchar('\n');
+  report(L, st);
 }
 
 static void usage(void) {

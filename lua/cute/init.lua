@@ -61,6 +61,9 @@ cute.dynamic = kernel.dynamic
 cute.export = require("cute.export").export
 kernel.Kernel.export = require("cute.export").kernel_export
 cute.cache = require("cute.cache") -- the on-disk cache of compiled kernels (docs/CACHE.md)
+-- pictures of layouts, swizzles, TiledMMA / TiledCopy (docs/REPL.md): SVG and terminal grids
+cute.svg = function(...) return require("cute.svg").svg(...) end
+cute.show = function(...) return require("cute.svg").show(...) end
 for _, n in ipairs(require("cute.dtype").cute_names) do cute[n] = kernel[n] end
 
 -- GPU operations
