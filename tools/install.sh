@@ -9,7 +9,9 @@
 # the NVIDIA driver.
 # Installed: lib/libcute.so.VERSION (soname libcute.so.MAJOR) + the two links,
 # include/cuteluajit/*.h, bin/cuteluajit, share/lua/5.1/cute/*.lua (the same
-# modules are embedded in the library), lib/pkgconfig/cuteluajit.pc.
+# modules are embedded in the library: C hosts need no Lua files; these are
+# for plain luajit), lib/pkgconfig/cuteluajit.pc.  With --bundle: the library
+# (stripped), headers and .pc only.
 set -e
 action=$1 dest=$2 prefix=$3 version=$4 bundle=$5
 [ -n "$action" ] && [ -n "$dest" ] && [ -n "$prefix" ] && [ -n "$version" ] || {
@@ -31,14 +33,18 @@ if [ "$action" = uninstall ]; then
 fi
 [ "$action" = install ] || { echo "install.sh: unknown action $action" >&2; exit 2; }
 
-mkdir -p "$lib/pkgconfig" "$inc" "$lua" "$dest/bin"
+mkdir -p "$lib/pkgconfig" "$inc"
 cp build/libcute.so "$lib/libcute.so.$version"
 ln -sf "libcute.so.$version" "$lib/libcute.so.$major"
 ln -sf "libcute.so.$major" "$lib/libcute.so"
 cp include/*.h "$inc/"
-cp lua/cute/*.lua "$lua/"
-cp build/cuteluajit "$dest/bin/cuteluajit"
+if [ "$bundle" != --bundle ]; then   # the bundle has its own bin/ and lua/
+  mkdir -p "$lua" "$dest/bin"
+  cp lua/cute/*.lua "$lua/"
+  cp build/cuteluajit "$dest/bin/cuteluajit"
+fi
 if [ "$bundle" = --bundle ]; then
+  strip --strip-unneeded "$lib/libcute.so.$version"
   # LuaJIT for C hosts (libcute.so takes lua_* from the program)
   lj=$(ls /usr/lib/x86_64-linux-gnu/libluajit-5.1.so.2.* | head -1)
   cp "$lj" "$lib/" && ln -sf "$(basename "$lj")" "$lib/libluajit-5.1.so.2" && ln -sf libluajit-5.1.so.2 "$lib/libluajit-5.1.so"

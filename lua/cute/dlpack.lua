@@ -109,8 +109,8 @@ local kinds = { managed = "DLManagedTensor *", versioned = "DLManagedTensorVersi
 -- the pointer and its kind from a typed pointer or an address
 local function pointer(x, opts, F)
   if type(x) == "cdata" then
-    for kind, ct in pairs(kinds) do
-      if ffi.istype(ct, x) then return ffi.cast(ct, x), kind end
+    for kind, ct in pairs(kinds) do   -- a pointer, or the struct itself (ffi.new)
+      if ffi.istype(ct, x) or ffi.istype(ct:sub(1, -3), x) then return ffi.cast(ct, x), kind end
     end
   end
   local kind = opts.kind or "managed"
