@@ -259,8 +259,18 @@ static void test_host(void) {
     cute_cuda_free(dA, &e);
     cute_cuda_free(dB, &e);
   } else {
+    /* the configuration and arguments are converted, then the driver's absence is the error */
+    DLTensor A = spec_f32, B = spec_f32;
+    A.data = (void *)0x7f0000000000;
+    B.data = (void *)0x7f0000100000;
+    cute_host_arg la[3] = {cute_arg_tensor(&A), cute_arg_tensor(&B), cute_arg_const_float(3)};
+    cute_host_launch_cfg c = {{4, 0, 0}, {256, 0, 0}, 0, NULL};
+    cute_host_get_kernel(h, "scale", &k, &e);
+    st = cute_host_launch(k, &c, la, 3, &e);
+    CHECK(st == CUTE_E_LUA && strstr(e.msg, "CUDA"), "without a GPU a launch is an error message: %s", e.msg);
+    printf("launch without a GPU: %.200s\n", e.msg);
     skipped++;
-    printf("skip: a launch (no GPU)\n");
+    printf("skip: a launch on a GPU (no GPU)\n");
   }
   cute_host_free(h);
 }
