@@ -17,6 +17,7 @@
 struct cute_host_kernel {
   cute_host *h;
   int ref;                     /* registry reference to the kernel object */
+  char *name;
   cute_host_kernel *next;
 };
 
@@ -66,6 +67,7 @@ void cute_host_free(cute_host *h) {
   if (!h) return;
   for (cute_host_kernel *k = h->kernels, *next; k; k = next) {
     next = k->next;
+    free(k->name);
     free(k);
   }
   lua_close(h->L);
@@ -127,14 +129,35 @@ int cute_host_get_kernel(cute_host *h, const char *name, cute_host_kernel **out,
     return cute_err_setf(err, CUTE_E_ARG, "cute_host_get_kernel: %s is NULL", !h ? "host" : !name ? "name" : "out");
   lua_State *L = h->L;
   cute_host_kernel *k = calloc(1, sizeof *k);
-  if (!k) return cute_err_setf(err, CUTE_E_NOMEM, "cute_host_get_kernel: out of memory");
+  char *copy = strdup(name);
+  if (!k || !copy) {
+    free(k);
+    free(copy);
+    return cute_err_setf(err, CUTE_E_NOMEM, "cute_host_get_kernel: out of memory");
+  }
   push_fn(h, "find");
   lua_rawgeti(L, LUA_REGISTRYINDEX, h->kernels_ref);
   lua_pushstring(L, name);
   if (cute_lua_pcall(L, 2, 1, err) != 0) {
     free(k);
+    free(copy);
     return err ? cute_err_setf(err, err->code, "cute_host_get_kernel: %s", err->msg) : CUTE_E_LUA;
   }
+  /* the same name and the same kernel object: the handle given out before */
+  for (cute_host_kernel *o = h->kernels; o; o = o->next) {
+    if (strcmp(o->name, name) != 0) continue;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, o->ref);
+    int same = lua_rawequal(L, -1, -2);
+    lua_pop(L, 1);
+    if (same) {
+      lua_pop(L, 1);
+      free(k);
+      free(copy);
+      *out = o;
+      return CUTE_OK;
+    }
+  }
+  k->name = copy;
   k->h = h;
   k->ref = luaL_ref(L, LUA_REGISTRYINDEX);
   k->next = h->kernels;

@@ -3,8 +3,8 @@
  * (include/cute_dlpack.h), and one lua_State per thread: HOST_THREADS
  * threads (default 4), each with its own cute_host, compile kernels to PTX
  * at the same time, with the disk cache off and then on, and must get the
- * PTX a single thread gets.  No GPU needed (a launch is tried only when one
- * is present).  Prints "N passed, N failed". */
+ * PTX a single thread gets.  No GPU needed (with one, the host API launches
+ * too, and every thread also launches on its own stream).  Prints "N passed, N failed". */
 #include "cute_host.h"
 #include "cute_lua.h"
 #include "cute_cuda.h"
@@ -172,6 +172,9 @@ static void test_host(void) {
   free(src);
   cute_host_kernel *k = NULL;
   CHECK(cute_host_get_kernel(h, "scale", &k, &e) == 0 && k, "get_kernel scale: %s", e.msg);
+  cute_host_kernel *k2 = NULL;
+  cute_host_get_kernel(h, "scale", &k2, &e);
+  CHECK(k2 == k, "the same kernel by the same name: the same handle");
   int st = cute_host_get_kernel(h, "nope", &k, &e);
   CHECK(st == CUTE_E_LUA && k == NULL && strstr(e.msg, "no kernel named 'nope'") && strstr(e.msg, "axpy, scale"),
         "an unknown kernel names the ones there are: %s", e.msg);
@@ -300,6 +303,32 @@ static void *work(void *arg) {
       printf("thread %d variant %d: %s\n", w->id, v, ptx ? "PTX differs from one thread's" : e.msg);
     }
     free(ptx);
+  }
+  /* with a GPU: each thread launches on its own stream and checks its result */
+  if (cute_cuda_available(NULL)) {
+    enum { N = 1024 };
+    float in[N], out[N];
+    for (int i = 0; i < N; i++) in[i] = (float)i;
+    uint64_t dA = 0, dB = 0;
+    void *stream = NULL;
+    cute_host_kernel *k = NULL;
+    int bad = cute_cuda_malloc(&dA, sizeof in, &e) || cute_cuda_malloc(&dB, sizeof in, &e) ||
+              cute_cuda_memcpy_htod(dA, in, sizeof in, &e) ||
+              cute_cuda_stream_create(&stream, CUTE_CU_STREAM_NON_BLOCKING, &e) ||
+              cute_host_get_kernel(h, "scale", &k, &e);
+    DLTensor A = spec_f32, B = spec_f32;
+    A.data = (void *)(uintptr_t)dA;
+    B.data = (void *)(uintptr_t)dB;
+    cute_host_arg la[3] = {cute_arg_tensor(&A), cute_arg_tensor(&B), cute_arg_const_float(w->id + 1)};
+    cute_host_launch_cfg c = {{N / 256, 1, 1}, {256, 1, 1}, 0, stream};
+    if (!bad) bad = cute_host_launch(k, &c, la, 3, &e) || cute_cuda_stream_synchronize(stream, &e) ||
+                    cute_cuda_memcpy_dtoh(out, dB, sizeof out, &e);
+    int right = !bad;
+    for (int i = 0; right && i < N; i++) right = out[i] == in[i] * (float)(w->id + 1) + 1.0f;
+    CHECK(right, "thread %d: its own launch on its own stream: %s", w->id, bad ? e.msg : "wrong values");
+    if (stream) cute_cuda_stream_destroy(stream, NULL);
+    cute_cuda_free(dA, NULL);
+    cute_cuda_free(dB, NULL);
   }
   cute_host_free(h);
   return NULL;
