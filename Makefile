@@ -5,6 +5,9 @@
 #   make test     every test: busted specs, C API test, embed example, ASan/UBSan run, fuzz
 #   make bundle   dist/: relocatable cuteluajit + Lua modules + examples + GPU specs
 #   make bench    CPU benchmarks (bench/layout.lua, bench/compile.lua)
+#   make install  PREFIX (default /usr/local), DESTDIR: libcute.so.VERSION, headers,
+#                 Lua modules, cuteluajit, cuteluajit.pc; make uninstall (docs/EMBED.md)
+#   make test-tsan  the multi-lua_State C test under ThreadSanitizer
 #   make fuzz     longer fuzz run (FUZZ_SECONDS, default 60)
 #
 # Variables: CC, LLVM_CONFIG, PTXAS (optional), JOBS.
@@ -19,6 +22,11 @@ LUAJIT_A    ?= /usr/lib/x86_64-linux-gnu/libluajit-5.1.a
 
 B := build
 Q ?= @
+PREFIX  ?= /usr/local
+DESTDIR ?=
+# the version is written once, in include/cute.h; the soname carries its major
+VERSION := $(shell sed -n 's/.*CUTE_VERSION_MAJOR = \([0-9]*\), CUTE_VERSION_MINOR = \([0-9]*\), CUTE_VERSION_PATCH = \([0-9]*\).*/\1.\2.\3/p' include/cute.h)
+SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
 A := build/asan
 
 # Evaluated lazily (recipes only): llvm-config may be installed by `make deps`.
@@ -45,7 +53,7 @@ ASAN_OBJS := $(CORE_SRCS:src/%.c=$(A)/obj/%.o) $(A)/obj/lua_embed.o
 HEADERS   := $(wildcard include/*.h src/*.h)
 LUA_SRCS  := $(shell find lua -name '*.lua' ! -name cdef.lua 2>/dev/null | sort)
 
-.PHONY: all deps check-deps test test-asan demo bundle bench fuzz clean
+.PHONY: all deps check-deps test test-asan test-tsan demo bundle bench fuzz clean install uninstall
 
 all: check-deps $(B)/libcute.so $(B)/cuteluajit lua/cute/cdef.lua
 
@@ -86,7 +94,8 @@ $(B)/obj/main.o: src/main.c $(HEADERS) | $(B)/obj check-deps
 # come from the host process.
 $(B)/libcute.so: $(CORE_OBJS)
 	@echo "  LINK    $@"
-	$(Q)$(CXX) -shared -o $@ $^ $(LINK_LLVM)
+	$(Q)$(CXX) -shared -Wl,-soname,libcute.so.$(SOMAJOR) -o $@ $^ $(LINK_LLVM)
+	$(Q)ln -sf libcute.so $(B)/libcute.so.$(SOMAJOR)
 
 # The REPL / script runner: LuaJIT and LLVM linked statically; exports the
 # cute_* API and LuaJIT's lua_* symbols (busted's C modules need them).
@@ -131,7 +140,13 @@ $(B)/test_ir_c: tests/ir_c.c $(B)/libcute.so
 	@echo "  CC      $@"
 	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) -Iinclude -o $@ $< -L$(B) -lcute -Wl,-rpath,'$$ORIGIN' -lluajit-5.1
 
-C_TESTS := $(B)/test_oracle_c $(B)/test_layout_errors_c $(B)/test_cuda_c $(B)/test_ir_c
+# the host API, DLPack ownership and one lua_State per thread (tests/host_c.c)
+$(B)/test_host_c: tests/host_c.c $(B)/libcute.so
+	@echo "  CC      $@"
+	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) -Iinclude -I$(LUAJIT_INC) -o $@ $< -L$(B) -lcute \
+	    -Wl,-rpath,'$$ORIGIN' -lluajit-5.1 -lpthread
+
+C_TESTS := $(B)/test_oracle_c $(B)/test_layout_errors_c $(B)/test_cuda_c $(B)/test_ir_c $(B)/test_host_c
 
 $(B)/embed: examples/embed/embed.c $(B)/libcute.so
 	@echo "  CC      $@"
@@ -144,6 +159,33 @@ test: all $(C_TESTS) $(B)/embed $(A)/cuteluajit
 
 test-asan: all $(A)/cuteluajit
 	TEST_ONLY=asan sh tools/run_tests.sh
+
+# ThreadSanitizer over the C core (LLVM and LuaJIT themselves are not
+# instrumented): build/tsan/libcute.so and tests/host_c.c's threads
+T := build/tsan
+TSAN_OBJS := $(CORE_SRCS:src/%.c=$(T)/obj/%.o) $(T)/obj/lua_embed.o
+$(T)/obj:
+	mkdir -p $@
+$(T)/obj/%.o: src/%.c $(HEADERS) | $(T)/obj check-deps
+	@echo "  CC/TSAN $<"
+	$(Q)$(CC) $(ALL_CFLAGS) -O1 -fsanitize=thread -c $< -o $@
+$(T)/obj/lua_embed.o: $(B)/lua_embed.c | $(T)/obj
+	$(Q)$(CC) $(ALL_CFLAGS) -O1 -Wno-overlength-strings -c $< -o $@
+$(T)/libcute.so: $(TSAN_OBJS)
+	@echo "  LINK    $@"
+	$(Q)$(CXX) -shared -fsanitize=thread -Wl,-soname,libcute.so.$(SOMAJOR) -o $@ $^ $(LINK_LLVM)
+	$(Q)ln -sf libcute.so $(T)/libcute.so.$(SOMAJOR)
+$(T)/test_host_c: tests/host_c.c $(T)/libcute.so
+	$(Q)$(CC) -std=gnu11 -O1 -g -fsanitize=thread $(WARN) -Iinclude -I$(LUAJIT_INC) -o $@ $< -L$(T) -lcute \
+	    -Wl,-rpath,'$$ORIGIN' -lluajit-5.1 -lpthread
+test-tsan: all $(T)/test_host_c
+	TSAN_OPTIONS=halt_on_error=0 $(T)/test_host_c
+
+install: all
+	sh tools/install.sh install "$(DESTDIR)$(PREFIX)" "$(PREFIX)" $(VERSION)
+
+uninstall:
+	sh tools/install.sh uninstall "$(DESTDIR)$(PREFIX)" "$(PREFIX)" $(VERSION)
 
 demo: all
 	$(B)/cuteluajit examples/tour.lua

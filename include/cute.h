@@ -46,7 +46,8 @@ enum {
   CUTE_E_CUDA = 11,     /* CUDA driver error                              */
   CUTE_E_NOMEM = 12,
   CUTE_E_VERIFY = 13,   /* IR verifier                                    */
-  CUTE_E_UNSUPPORTED = 14
+  CUTE_E_UNSUPPORTED = 14,
+  CUTE_E_LUA = 15       /* a Lua error (embedding: message and traceback) */
 };
 
 /* Error out-parameter: code and a NUL-terminated message. */
@@ -64,7 +65,7 @@ typedef struct cute_err {
    that an older library or older Lua modules would not match. */
 enum {
   CUTE_VERSION_MAJOR = 0, CUTE_VERSION_MINOR = 1, CUTE_VERSION_PATCH = 0,
-  CUTE_ABI = 1
+  CUTE_ABI = 2
 };
 const char *cute_version(void);
 int cute_abi_version(void);

@@ -2,7 +2,7 @@
 -- tools/gen_cdef.sh copies into lua/cute/cdef.lua for ffi.cdef) is plain C,
 -- every function it declares is exported by the library, and every function
 -- the library exports is declared in a CDEF block (or, taking a lua_State, in
--- include/cute_lua.h).  (spec/runtime_spec.lua
+-- include/cute_lua.h or include/cute_host.h).  (spec/runtime_spec.lua
 -- checks cute_cuda.h's constants; this covers every header.)
 require("cute")
 local C = require("cute.ffi").C
@@ -68,11 +68,13 @@ describe("libcute.so", function()
       if not block then pending(why) return end
       for _, fn in ipairs(functions(block)) do declared[fn] = true end
     end
-    -- the C hosts' header (functions of a lua_State) has no CDEF block
-    local host = read_file("include/cute_lua.h")
-    assert.is_string(host)
-    assert.is_falsy(host:find("CDEF BEGIN", 1, true))
-    for _, fn in ipairs(functions(host:gsub("/%*.-%*/", " "))) do declared[fn] = true end
+    -- the C hosts' headers (functions of a lua_State, the host API) have no CDEF block
+    for _, hdr in ipairs({ "include/cute_lua.h", "include/cute_host.h" }) do
+      local host = read_file(hdr)
+      assert.is_string(host)
+      assert.is_falsy(host:find("CDEF BEGIN", 1, true))
+      for _, fn in ipairs(functions(host:gsub("/%*.-%*/", " "))) do declared[fn] = true end
+    end
     local p = io.popen("nm -D --defined-only build/libcute.so 2>/dev/null")
     local out = p:read("*a")
     p:close()

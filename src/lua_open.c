@@ -4,6 +4,8 @@
  * file searchers, so a lua/ directory on package.path wins. */
 #include "cute_lua.h"
 
+#include "core.h"
+
 #include <lua.h>
 #include <lauxlib.h>
 #include <string.h>
@@ -52,4 +54,30 @@ int luaopen_cute(lua_State *L) {
   lua_pushstring(L, "cute");
   lua_call(L, 1, 1);
   return 1;
+}
+
+/* message handler: the message (or a description of a non-string error
+   value) followed by the traceback of the failing call */
+static int traceback_handler(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (!msg) {
+    if (luaL_callmeta(L, 1, "__tostring") && lua_isstring(L, -1)) msg = lua_tostring(L, -1);
+    else msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  }
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+int cute_lua_pcall(lua_State *L, int nargs, int nresults, cute_err *err) {
+  int base = lua_gettop(L) - nargs;          /* index of the function */
+  lua_pushcfunction(L, traceback_handler);
+  lua_insert(L, base);
+  int st = lua_pcall(L, nargs, nresults, base);
+  lua_remove(L, base);
+  if (st == 0) return CUTE_OK;
+  const char *msg = lua_tostring(L, -1);
+  int code = st == LUA_ERRMEM ? CUTE_E_NOMEM : CUTE_E_LUA;
+  cute_err_setf(err, code, "%s", msg ? msg : "(no error message)");
+  lua_pop(L, 1);
+  return code;
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # make bundle: dist/, a relocatable directory that runs on an x86-64 Linux host
 # with only the NVIDIA driver: cuteluajit (LuaJIT + LLVM static), the Lua
-# modules, examples, benchmarks, specs, and busted with its dependencies.
+# modules, examples, benchmarks, specs, and busted with its dependencies; for
+# C hosts libcute.so, the headers and cuteluajit.pc (docs/EMBED.md).
 #   dist/bin/cuteluajit examples/vector_add.lua
 #   dist/bin/busted spec           (GPU specs run; others too)
 set -e
@@ -32,5 +33,10 @@ here=$(dirname "$0")
 exec "$here/cuteluajit" "$here/busted.lua" "$@"
 EOS
 chmod +x "$D/bin/busted"
+# libcute.so, its headers and a relocatable cuteluajit.pc (with LuaJIT's
+# library and headers) for C hosts: lib/, include/cuteluajit/, lib/pkgconfig/
+version=$(sed -n 's/.*CUTE_VERSION_MAJOR = \([0-9]*\), CUTE_VERSION_MINOR = \([0-9]*\), CUTE_VERSION_PATCH = \([0-9]*\).*/\1.\2.\3/p' include/cute.h)
+sh tools/install.sh install "$D" "$D" "$version" --bundle > /dev/null
+cp tests/host_c.c "$D/tests/" && cp tools/gpu_embed.sh "$D/tools/"
 # (the oracle vectors travel with spec/, in spec/data/)
 echo "bundle: $(du -sh "$D" | cut -f1) in $D/"

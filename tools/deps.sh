@@ -1,7 +1,7 @@
 #!/bin/sh
 # Check (and with --install, or when something is missing, install) the Debian
 # packages cuteluajit needs. Quiet when everything is present.
-PKGS="llvm-19-dev libzstd-dev luajit libluajit-5.1-dev lua-busted libreadline-dev"
+PKGS="llvm-19-dev libzstd-dev luajit libluajit-5.1-dev lua-busted libreadline-dev pkgconf"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -19,7 +19,8 @@ end
 -- Where the library comes from, in this order: the process itself (inside
 -- cuteluajit, or a host that linked the core statically), CUTE_LIB (a path),
 -- <root>/build/libcute.so and <root>/lib/libcute.so beside <root>/lua/cute/
--- (the source tree and the bundle), then the system's search path.
+-- (the source tree and the bundle), <prefix>/lib/libcute.so.0 beside
+-- <prefix>/share/lua/5.1/cute/ (make install), then the system's search path.
 -- Returns the library namespace and a description of where it was found.
 local function find_lib()
   if pcall(function() return ffi.C.cute_version end) then
@@ -34,7 +35,8 @@ local function find_lib()
   local src = debug.getinfo(1, "S").source
   local dir = src:match("^@(.*)/cute/ffi%.lua$")
   local tried = {}
-  for _, p in ipairs({ dir and (dir .. "/../build/libcute.so"), dir and (dir .. "/../lib/libcute.so"), "libcute.so" }) do
+  for _, p in ipairs({ dir and (dir .. "/../build/libcute.so"), dir and (dir .. "/../lib/libcute.so"),
+      dir and (dir .. "/../../../lib/libcute.so.0"), "libcute.so.0", "libcute.so" }) do
     local ok, lib = pcall(ffi.load, p)
     if ok then return lib, p end
     tried[#tried + 1] = p

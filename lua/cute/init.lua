@@ -41,6 +41,8 @@ merge(require("cute.smem_atom")) -- make_smem_layout_atom, SmemLayoutAtomKind
 merge(runtime)
 merge(require("cute.memory"))
 merge(require("cute.dtype").exports)
+-- DLPack in (t:to_dlpack is a tensor method): docs/EMBED.md
+cute.from_dlpack = function(...) return require("cute.dlpack").from_dlpack(...) end
 
 -- tracing and control flow
 cute.range = trace.range

@@ -94,6 +94,60 @@ local function alloc(shape, dtype, fname)
   }, Tensor)
 end
 
+-- A tensor over device memory that this call does not allocate (cute.from_dlpack,
+-- the C host API): ptr (uint64_t or number), shape, dtype, strides in elements
+-- (nil: row-major); owner: a cute_dl_owner (gc'ed by the caller) that keeps the
+-- memory alive, or nil for a borrowed view.  Host transfers need a compact one.
+local function view(ptr, shape, dtype, strides, owner, fname)
+  local shp, n = check_shape(shape, fname)
+  dtype = to_dtype(dtype, fname)
+  local rm = row_major_strides(shp)
+  local st, strided = rm, false
+  if strides then
+    st = {}
+    for i = 1, #shp do
+      st[i] = strides[i]
+      if shp[i] > 1 and st[i] ~= rm[i] then strided = true end
+    end
+  end
+  local cell = u64p()
+  cell[0] = ptr
+  return setmetatable({
+    shape = shp, strides = st, dtype = dtype, ptr = u64(cell[0]), ptr_cell = cell,
+    _n = n, _bytes = n * dtype.size, _owner = owner, _strided = strided or nil,
+    _borrowed = owner == nil or nil,
+  }, Tensor)
+end
+M._view = view
+
+-- cute.from_ptr(ptr, shape, dtype [, strides]): a tensor over device memory
+-- that the caller allocated and frees (a borrowed view; t:free() forgets it).
+function M.from_ptr(ptr, shape, dtype, strides)
+  local fname = "cute.from_ptr"
+  local ok = (type(ptr) == "number" and ptr > 0 and ptr % 1 == 0 and ptr < 2 ^ 53)
+    or (type(ptr) == "cdata" and pcall(ffi.cast, "uint64_t", ptr) and ffi.cast("uint64_t", ptr) ~= 0)
+  if not ok then fail(("%s: ptr %s is not a non-zero device address"):format(fname, tostring(ptr))) end
+  if strides ~= nil and type(strides) ~= "table" then
+    fail(("%s: strides %s is not a table of element strides"):format(fname, tostring(strides)))
+  end
+  if strides then
+    local shp = check_shape(shape, fname)
+    if #strides ~= #shp then
+      fail(("%s: %d strides for a shape of rank %d"):format(fname, #strides, #shp))
+    end
+    for i = 1, #strides do
+      local x = strides[i]
+      if type(x) ~= "number" or x < 0 or x % 1 ~= 0 then
+        fail(("%s: stride %d is %s, not a non-negative integer"):format(fname, i, tostring(x)))
+      end
+    end
+  end
+  return view(ffi.cast("uint64_t", ptr), shape, dtype, strides, nil, fname)
+end
+
+-- t:to_dlpack([opts]): a DLManagedTensor* for another framework (cute/dlpack.lua)
+function Tensor:to_dlpack(opts) return require("cute.dlpack").to_dlpack(self, opts) end
+
 -- cute.empty(shape, dtype): uninitialised device tensor, row-major.
 function M.empty(shape, dtype) return alloc(shape, dtype, "cute.empty") end
 
@@ -115,12 +169,24 @@ end
 local function live(t, fname)
   if getmetatable(t) ~= Tensor then argerror(fname, "self is not a cute.Tensor (use t:method())") end
   if t.ptr == 0 then argerror(fname, "the tensor has been freed") end
+  if t._strided then
+    argerror(fname, "the tensor has strides {%s}, not compact row-major: host transfers need a compact tensor",
+      table.concat(t.strides, ","))
+  end
 end
 
 -- Release the device memory now (idempotent; otherwise done when collected).
 function Tensor:free()
-  local cell = self.ptr_cell
-  if cell and cell[0] ~= 0 then
+  local cell, owner = self.ptr_cell, self._owner
+  if owner then           -- shared with DLPack (cute/dlpack.lua): drop this tensor's reference
+    self._owner, self.ptr = nil, u64(0)
+    if cell then cell[0] = 0 end
+    ffi.gc(owner, nil)
+    C.cute_dl_owner_release(owner)
+  elseif self._borrowed then  -- a view of memory someone else frees
+    self.ptr = u64(0)
+    if cell then cell[0] = 0 end
+  elseif cell and cell[0] ~= 0 then
     local p = cell[0]
     cell[0] = 0
     ffi.gc(cell, nil)
