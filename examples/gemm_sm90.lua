@@ -186,25 +186,23 @@ local function make_gemm(cfg)
         local tm, tn = work.tile_idx[1], work.tile_idx[2]
         local gC = cute.local_tile(Cm, { BM, BN }, { tm, tn })
         local acc = thr_mma:partition_fragment_C(gC)         -- (MMA, MMA_M, MMA_N) f32
-        -- k-tile 0: the first wgmma overwrites the accumulators (scale-d 0)
-        tiled_mma:set("accumulate", false)
-        pipe:consumer_wait(read)
-        wg.fence()
-        cute.gemm(tiled_mma, acc, tCrA[{ _, _, _, read.index }], tCrB[{ _, _, _, read.index }], acc)
-        tiled_mma:set("accumulate", true)
-        wg.commit_group()
-        read:advance()
-        -- k-tiles 1..: one wgmma group in flight; the stage of the previous group is freed
-        -- once that group has completed (wait_group(1))
-        for kt in cute.range(1, ktiles) do
+        -- one wgmma group in flight; the stage of the previous group is freed once that
+        -- group has completed (wait_group(1)).  k-tile 0 is not peeled off the loop: its
+        -- first wgmma overwrites the accumulators through the traced scale-d kt > 0 and
+        -- it frees no stage (a second copy of the wgmmas doubled ptxas's time, docs/HOPPER.md
+        -- "Compile time")
+        for kt in cute.range(0, ktiles) do
+          tiled_mma:set("accumulate", kt > 0)
           pipe:consumer_wait(read)
           wg.fence()
           cute.gemm(tiled_mma, acc, tCrA[{ _, _, _, read.index }], tCrB[{ _, _, _, read.index }], acc)
           wg.commit_group()
           wg.wait_group(1)
-          pipe:consumer_release(release)
+          if kt > 0 then
+            pipe:consumer_release(release)
+            release:advance()
+          end
           read:advance()
-          release:advance()
         end
         wg.wait_group(0)
         wg.fence_operand(acc)                                -- the epilogue reads acc after the wait

@@ -44,9 +44,11 @@ end
 local function check_ptx(r, g, instr)
   local ptx = r.ptx
   local c = g.cfg
-  -- one wgmma per k-block of a k-tile: the peeled first k-tile and the main loop's
+  -- one wgmma per k-block of a k-tile, once: k-tile 0 is not peeled off the loop (a
+  -- second copy of the wgmmas cost ptxas ~30 % more time, docs/HOPPER.md "Compile time");
+  -- its first wgmma takes scale-d from the traced kt > 0 (the #gpu specs check the sums)
   local n_wgmma = count(ptx, "wgmma%.mma_async%.sync%.aligned%." .. instr)
-  assert.are.equal(2 * c.kblocks, n_wgmma)
+  assert.are.equal(c.kblocks, n_wgmma)
   assert.is_true(has(ptx, "wgmma.fence.sync.aligned"))
   assert.is_true(has(ptx, "wgmma.commit_group.sync.aligned"))
   assert.is_true(has(ptx, "wgmma.wait_group.sync.aligned 1"))
@@ -126,7 +128,7 @@ describe("examples/gemm_sm90.lua (no GPU)", function()
     for _, v in ipairs({ { 0.5, 1032, "_beta" }, { 0, 1030, "_narrow" }, { 0.5, 1030, "_narrow_beta" } }) do
       local r = compile(g, bf16, bf16, v[1], v[2])
       assert.is_true(has(r.ptx, ".entry gemm_sm90_bfloat16_n256" .. v[3]))
-      assert.are.equal(8, count(r.ptx, "wgmma%.mma_async%.sync"))
+      assert.are.equal(4, count(r.ptx, "wgmma%.mma_async%.sync"))
       -- the beta kernels read C; only the narrow one writes element by element
       assert.are.equal(v[1] ~= 0, has(r.ptx, "ld.global"))
       assert.are.equal(v[2] % 8 == 0, has(r.ptx, "st.global.v4"))
