@@ -1,15 +1,21 @@
 -- bench/compile_sm90.lua: cold compile time of the Hopper kernels (issue 11 item 8:
 -- "each kernel compiles cold in <= 200 ms"), per stage, without a GPU: a fresh kernel
 -- object per run (trace -> IR -> LLVM -> PTX -> cubin), the disk cache off.
---   cuteluajit bench/compile_sm90.lua [runs] [which]
--- which: bf16, fp8, fa3 or all (default). Prints each run's stage times (ms) and
--- the median, the PTX size (instructions) and ptxas's registers / spill bytes.
+--   cuteluajit bench/compile_sm90.lua [runs] [which] [keep]
+-- which: bf16, fp8, fa3 or all (default); keep: the compile option (default "ptx": what a
+-- launch keeps, the image, plus the PTX that is counted here; "ir,llvm,ptx,cubin" is
+-- k:compile's default, which also prints the optimised LLVM module).  Prints the first
+-- run, the median of each stage (wall ms), the median CPU ms of the trace, of LLVM and of
+-- ptxas (its own process), the PTX size (instructions) and ptxas's registers / spills.
+-- The machine's load moves these figures by 2x on a shared 2-core box: docs/HOPPER.md
+-- "Compile time" counts instructions with valgrind instead.
 local cute = require("cute")
 local C = require("cute.ffi").C
 local here = (arg[0]:match("(.*/)") or "./")
 local exdir = here .. "../examples/"
 local RUNS = tonumber(arg[1]) or 5
 local WHICH = arg[2] or "all"
+local KEEP = arg[3] or "ptx"
 local PTXAS = C.cute_ptxas_path() ~= nil
 local ffi = require("ffi")
 ffi.cdef [[
@@ -79,7 +85,7 @@ for _, case in ipairs(CASES) do
     local last
     for run = 1, RUNS do
       local k, args = make()
-      k = k:with{ arch = "sm_90a", use_ptxas = PTXAS, cache = false }
+      k = k:with{ arch = "sm_90a", use_ptxas = PTXAS, cache = false, keep = KEEP }
       collectgarbage()
       local c0, t0 = cpu_ms(0), cute.now_us()
       k:trace(unpack(args))

@@ -19,7 +19,7 @@ IR_HIDDEN void cg_free(cg *g);
    *text malloc'ed (the caller frees). */
 IR_HIDDEN int cg_lower(cg *g, char **text);      /* IR -> LLVM module, LLVM verifier; text: the module when rejected */
 IR_HIDDEN int cg_link(cg *g, char **text);       /* target libraries (libdevice) and option link; text: what was linked */
-IR_HIDDEN int cg_optimise(cg *g, char **text);   /* pass pipeline; text: the optimised module */
+IR_HIDDEN int cg_optimise(cg *g, char **text);   /* pass pipeline; text (NULL: not printed): the optimised module */
 IR_HIDDEN int cg_emit(cg *g, char **text);       /* text: the PTX */
 /* the module as it is now (malloc'ed; NULL before lowering) */
 IR_HIDDEN char *cg_module_text(cg *g);

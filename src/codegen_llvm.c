@@ -373,7 +373,7 @@ int cg_optimise(cg *g, char **text) {
     LLVMDisposeErrorMessage(em);
     return CUTE_E_LLVM;
   }
-  *text = module_text(g);
+  if (text) *text = module_text(g);
   return diag_rc(g);
 }
 

@@ -402,7 +402,10 @@ int cute_compile(cute_ir *ir, const cute_compile_opts *oin, cute_compiled **out,
   for (s = S_LOWER; !rc && s <= S_EMIT; s++) {
     t = now_us();
     res->st[s].ran = 1;
-    rc = llvm_stage[s - S_LOWER](g, &res->st[s].text);
+    /* the optimised module is printed only when kept (printing it costs up to a tenth
+       of the compile of a large kernel: docs/HOPPER.md "Compile time") */
+    int skip_text = s == S_OPTIMISE && !(o->keep_mask & KEEP_LLVM);
+    rc = llvm_stage[s - S_LOWER](g, skip_text ? NULL : &res->st[s].text);
     res->st[s].us = now_us() - t;
     if (rc) break;
   }
