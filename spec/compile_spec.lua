@@ -120,6 +120,21 @@ describe("compile options: one table", function()
     assert.is_nil(r.ir)
   end)
 
+  it("the optimised module is printed only when keep has llvm; the stage runs either way", function()
+    local k = mathk({ opt_level = 3, use_ptxas = false, cache = false })
+    local function stage(r, name)
+      for _, s in ipairs(r.stages) do if s.name == name then return s end end
+    end
+    local r = k:with{ keep = "ptx" }:compile(spec, spec)
+    assert.is_nil(r.llvm)
+    assert.is_true(stage(r, "optimise").ran)
+    assert.is_nil(stage(r, "optimise").text)
+    assert.truthy(has(r.ptx, ".entry"))
+    local r2 = k:with{ keep = "llvm,ptx" }:compile(spec, spec)
+    assert.truthy(has(r2.llvm, "define ptx_kernel void"), r2.llvm)
+    assert.are.equal(r.ptx, r2.ptx)
+  end)
+
   it("options are copied and frozen at creation; their key is the kernel's k.options_key", function()
     local opts = { opt_level = 1 }
     local k = mathk(opts)
