@@ -67,7 +67,8 @@ for _, causal in ipairs({ false, true }) do
     producer_regs = env_n("FA3_PRODUCER_REGS"), consumer_regs = env_n("FA3_CONSUMER_REGS") }
   local cfg = FA3.config(opts)
   -- cold compile: a fresh kernel object, the disk cache bypassed
-  local kern = FA3.make_kernel(opts):with{ cache = false }
+  -- (keep = "ptx": what a launch keeps, no LLVM text printed)
+  local kern = FA3.make_kernel(opts):with{ cache = false, keep = "ptx" }
   local launch, args = FA3.launcher(kern, opts, q, k, v, o)
   local t0 = cute.now_us()
   local res = kern:compile(unpack(args)) -- trace -> IR -> LLVM -> PTX -> cubin

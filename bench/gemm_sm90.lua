@@ -54,12 +54,14 @@ end
 
 local function cfg_name(g)
   local c = g.cfg
-  return ("%dx%dx%d s%d c%d"):format(c.bm, c.bn, c.bk, c.stages, c.cluster_m)
+  return ("%dx%dx%d s%d c%d%s"):format(c.bm, c.bn, c.bk, c.stages, c.cluster_m, c.peel and " peel" or "")
 end
 
 -- bf16
 local sm90 = lib("gemm_sm90")
-local CONFIGS = { { bn = 256 }, { bn = 128 }, { bn = 256, cluster_m = 1 } }
+-- peel: k-tile 0 as a copy before the loop (compiles slower; docs/HOPPER.md "Compile time"):
+-- its row says whether the default's single loop costs speed
+local CONFIGS = { { bn = 256 }, { bn = 128 }, { bn = 256, cluster_m = 1 }, { bn = 256, peel = true } }
 for _, n in ipairs(sizes) do
   local A = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
   local B = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
@@ -81,7 +83,7 @@ for _, n in ipairs(sizes) do
   local A = cute.from_host(ex.rand_floats(n * n), cute.float8_e4m3fn, { n, n })
   local B = cute.from_host(ex.rand_floats(n * n), cute.float8_e4m3fn, { n, n })
   local Cm = cute.zeros({ n, n }, cute.bfloat16)
-  for _, cfg in ipairs({ { bn = 256 }, { bn = 128 }, { bn = 256, cluster_m = 1 } }) do
+  for _, cfg in ipairs({ { bn = 256 }, { bn = 128 }, { bn = 256, cluster_m = 1 }, { bn = 256, peel = true } }) do
     local g = fp8.make_gemm(cfg)
     local t = tflops("fp8", n, function() g.launch(A, B, Cm, 1, 1) end)
     local label = ("fp8 %d^3 sm90 %s"):format(n, cfg_name(g))
@@ -97,12 +99,14 @@ local function compile_ms(g)
   local A = cute.zeros({ n, n }, g.ab_dtype)
   local t0 = cute.now_us()
   local k, _, ta, mA, tb, mB, c, al, be = g.args(A, A, cute.zeros({ n, n }, g.c_dtype), 1, 0)
-  local r = k:with{ cache = false, use_ptxas = true }:compile(ta, mA, tb, mB, c, al, be)
+  -- keep = "ptx": what a launch keeps (no LLVM text printed; k:compile's default prints it)
+  local r = k:with{ cache = false, use_ptxas = true, keep = "ptx" }:compile(ta, mA, tb, mB, c, al, be)
   local ms = (cute.now_us() - t0) / 1e3
   A:free()
   return ms, r
 end
-for _, spec in ipairs({ { "bf16 sm90 128x256", sm90, { bn = 256 } }, { "fp8 sm90 128x256", fp8, { bn = 256 } } }) do
+for _, spec in ipairs({ { "bf16 sm90 128x256", sm90, { bn = 256 } }, { "bf16 sm90 128x256 peel", sm90, { bn = 256, peel = true } },
+  { "fp8 sm90 128x256", fp8, { bn = 256 } } }) do
   local g = spec[2].make_gemm(spec[3])
   local ms, r = compile_ms(g)
   print(("cold compile %-24s %8.1f ms  (%d registers, %d spill bytes)   target <= 200 ms; Triton autotuned first call %s ms")

@@ -37,7 +37,8 @@ local SMEM_LIMIT = 227 * 1024 -- an H100's opt-in shared memory per CTA
 
 -- cfg: ab_dtype (bfloat16 | float16 | float8_e4m3fn), c_dtype (bfloat16), bn (128 | 256),
 -- stages (default: as many as fit, at least 4), cluster_m (2 | 1), group (raster group, 8),
--- name
+-- peel (true: k-tile 0 as a copy of the main loop's body before it; default false: one
+-- loop, which compiles faster), name
 local function make_gemm(cfg)
   cfg = cfg or {}
   local ab, c_dtype = cfg.ab_dtype or cute.bfloat16, cfg.c_dtype or cute.bfloat16
@@ -48,6 +49,7 @@ local function make_gemm(cfg)
   local KB = BK / MMA_K                     -- wgmma k-blocks per k-tile
   local CM = cfg.cluster_m or 2             -- CTAs per cluster, along M (B is multicast)
   local GROUP = cfg.group or 8
+  local PEEL = cfg.peel and true or false
   if BN ~= 128 and BN ~= 256 then error(("gemm_sm90: bn = %s: must be 128 or 256"):format(tostring(BN)), 2) end
   if CM ~= 1 and CM ~= 2 then error(("gemm_sm90: cluster_m = %s: must be 1 or 2"):format(tostring(CM)), 2) end
   -- the epilogue's staging tile: 128 rows of EPI_N columns (128 bytes of C's type),
@@ -187,18 +189,32 @@ local function make_gemm(cfg)
         local gC = cute.local_tile(Cm, { BM, BN }, { tm, tn })
         local acc = thr_mma:partition_fragment_C(gC)         -- (MMA, MMA_M, MMA_N) f32
         -- one wgmma group in flight; the stage of the previous group is freed once that
-        -- group has completed (wait_group(1)).  k-tile 0 is not peeled off the loop: its
-        -- first wgmma overwrites the accumulators through the traced scale-d kt > 0 and
-        -- it frees no stage (a second copy of the wgmmas doubled ptxas's time, docs/HOPPER.md
-        -- "Compile time")
-        for kt in cute.range(0, ktiles) do
-          tiled_mma:set("accumulate", kt > 0)
+        -- group has completed (wait_group(1)).  k-tile 0's first wgmma overwrites the
+        -- accumulators (scale-d 0) and k-tile 0 frees no stage: by default in the loop,
+        -- through the traced scale-d kt > 0 and a branch; with cfg.peel as a copy of the
+        -- loop's body before it (4 more wgmma for ptxas: docs/HOPPER.md "Compile time")
+        local k0 = 0
+        if PEEL then
+          tiled_mma:set("accumulate", false)
+          pipe:consumer_wait(read)
+          wg.fence()
+          cute.gemm(tiled_mma, acc, tCrA[{ _, _, _, read.index }], tCrB[{ _, _, _, read.index }], acc)
+          tiled_mma:set("accumulate", true)
+          wg.commit_group()
+          read:advance()
+          k0 = 1
+        end
+        for kt in cute.range(k0, ktiles) do
+          if not PEEL then tiled_mma:set("accumulate", kt > 0) end
           pipe:consumer_wait(read)
           wg.fence()
           cute.gemm(tiled_mma, acc, tCrA[{ _, _, _, read.index }], tCrB[{ _, _, _, read.index }], acc)
           wg.commit_group()
           wg.wait_group(1)
-          if kt > 0 then
+          if PEEL then
+            pipe:consumer_release(release)
+            release:advance()
+          elseif kt > 0 then
             pipe:consumer_release(release)
             release:advance()
           end
@@ -313,7 +329,7 @@ local function make_gemm(cfg)
   local lib = { kernel = kernel_for(true, false), kernel_for = kernel_for, tiled_mma = tiled_mma, tma_of = tma_of,
     ab_dtype = ab, c_dtype = c_dtype,
     cfg = { bm = BM, bn = BN, bk = BK, kblocks = KB, stages = STAGES, threads = THREADS, cluster_m = CM,
-            group = GROUP, epi_n = EPI_N, epi_row = EP, staging_layout = sC_layout } }
+            group = GROUP, epi_n = EPI_N, epi_row = EP, staging_layout = sC_layout, peel = PEEL } }
   -- the kernel for A, B, C, alpha, beta, its launch configuration and its arguments
   -- (clusters: how many run at once; default the SMs / CM of the current device)
   function lib.args(A, B, Cm, alpha, beta, clusters)
