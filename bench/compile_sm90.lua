@@ -127,3 +127,44 @@ for _, case in ipairs(CASES) do
       tostring(last.info.regs), (last.info.spill_stores or 0) + (last.info.spill_loads or 0)))
   end
 end
+
+-- With an sm_90 GPU, also a first launch of each (trace -> PTX -> the driver's JIT inside
+-- the module load -> launch; what a first call costs by default, use_ptxas = false), the
+-- disk cache off. Run with CUDA_CACHE_DISABLE=1, else the driver's own cache may answer.
+if not (cute.available() and cute.device(0).cc[1] >= 9) then return end
+print(("\nfirst launch through the driver's JIT (%s%s)"):format(cute.device(0).name,
+  os.getenv("CUDA_CACHE_DISABLE") == "1" and "" or "; CUDA_CACHE_DISABLE=1 not set: the driver's cache may answer"))
+local function gemm_launch(mod, ab)
+  return function()
+    local g = mod.make_gemm({ bn = 256 })
+    local A, B = cute.zeros({ 4096, 4096 }, ab), cute.zeros({ 4096, 4096 }, ab)
+    local k, cfg, ta, mA, tb, mB, c, al, be = g.args(A, B, cute.zeros({ 4096, 4096 }, cute.bfloat16), 1, 0)
+    return k, cfg, { ta, mA, tb, mB, c, al, be }
+  end
+end
+local LAUNCHES = {
+  { "bf16", "gemm_sm90 bf16 128x256", function() return gemm_launch(example("gemm_sm90"), cute.bfloat16) end },
+  { "fp8", "gemm_fp8_sm90 128x256", function() return gemm_launch(example("gemm_fp8_sm90"), cute.float8_e4m3fn) end },
+  { "fa3", "flash_attention_sm90 D=128", function()
+    local FA3 = example("flash_attention_sm90")
+    return function()
+      local opts = { d = 128 }
+      local t = cute.zeros({ 64, 4096, 128 }, cute.bfloat16)
+      return FA3.make_kernel(opts), FA3.launch_cfg(64, 4096), FA3.kernel_args(FA3.config(opts), t, t, t, t)
+    end
+  end },
+}
+for _, case in ipairs(LAUNCHES) do
+  if WHICH == "all" or WHICH == case[1] then
+    local k, cfg, args = case[3]()()
+    k = k:with{ cache = false, use_ptxas = false }
+    cute.synchronize()
+    local t0 = cute.now_us()
+    k:launch(cfg)(unpack(args))
+    local t1 = cute.now_us()
+    cute.synchronize()
+    local b = k.last_build or {}
+    print(("%-28s %7.1f ms: trace %.1f, compile to PTX %.1f, module load (the JIT) %.1f"):format(case[2],
+      (t1 - t0) / 1e3, (b.trace_us or 0) / 1e3, (b.compile_us or 0) / 1e3, (b.load_us or 0) / 1e3))
+  end
+end
