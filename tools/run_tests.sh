@@ -49,6 +49,7 @@ if [ "${TEST_ONLY:-}" != asan ]; then
   count_plain "C layout errors (ASan)" $B/test_layout_errors_c
   count_plain "C CUDA driver layer (ASan)" $B/test_cuda_c
   count_plain "C IR and codegen" $B/test_ir_c
+  count_plain "C compile pool" $B/test_compile_pool_c
   count_plain "embed example" $B/embed
   count_plain "size budget (1,000 lines a file)" sh tools/size_budget.sh
 fi
