@@ -60,6 +60,7 @@ cute.dynamic = kernel.dynamic
 cute.export = require("cute.export").export
 kernel.Kernel.export = require("cute.export").kernel_export
 cute.cache = require("cute.cache") -- the on-disk cache of compiled kernels (docs/CACHE.md)
+cute.autotune = require("cute.autotune") -- parallel-compile sweeps of configurations (docs/AUTOTUNE.md)
 for _, n in ipairs(require("cute.dtype").cute_names) do cute[n] = kernel[n] end
 
 -- GPU operations
