@@ -105,7 +105,7 @@ local function check_opts(t)
   if t.run ~= nil and type(t.run) ~= "function" then fail("run must be a function(g, config, args...), got %s", type(t.run)) end
   if K.is_kernel(t.kernel) and not t.run then
     fail("kernel is a cute.kernel: give run = function(k, config, ...) that launches it for a config " ..
-      "(e.g. k{grid = ..., block = ...}(..., config))")
+      "(e.g. k:launch{grid = ..., block = ...}(..., config))")
   end
   if t.args ~= nil and type(t.args) ~= "table" and type(t.args) ~= "function" then
     fail("args must be a list of the kernel call's arguments or a function(config) returning one, got %s", type(t.args))
@@ -134,9 +134,10 @@ end
 ---------------------------------------------------------------------------
 local function now_ms() return C.cute_cuda_now_us() / 1e3 end
 
+-- the first line of an error, without the file:line it was raised at
 local function first_line(s)
-  s = tostring(s)
-  return (s:match("^[^\n]*"))
+  s = tostring(s):match("^[^\n]*")
+  return (s:gsub("^[^:%s]+:%d+: ", ""))
 end
 
 -- the default run: g.launch(...) for a table with .launch, g(...) for a function
@@ -206,7 +207,7 @@ local function trace_all(t, configs, pool, prog, results)
       r.error = tostring(err)
     end
     submitted = submitted + #st.recs
-    prog:update("trace+compile", C.cute_compile_pool_wait(pool, 0), submitted)
+    prog:update("compile", C.cute_compile_pool_wait(pool, 0), submitted)
   end
   return submitted
 end
@@ -228,6 +229,8 @@ local function limits(arch)
   return { smem = ARCH_SMEM[arch] or 49152, threads = 1024, regs = 65536, source = arch }
 end
 
+local function sha256(s) return require("cute.cache").sha256(s) end
+
 local function collect(pool, results)
   local out = ffi.new("cute_compiled*[1]")
   for _, r in ipairs(results) do
@@ -247,6 +250,11 @@ local function collect(pool, results)
         end
       else
         rec.cache = ffi.string(C.cute_compiled_cache_status(rec.cc))
+        local ptx = C.cute_compiled_ptx(rec.cc)
+        r.kernels = r.kernels or {}
+        r.kernels[#r.kernels + 1] = { name = rec.k.name, compile_ms = rec.compile_ms, cache = rec.cache,
+          image = C.cute_compiled_has_cubin(rec.cc) ~= 0 and "cubin" or "ptx",
+          ptx_sha256 = ptx ~= nil and sha256(ffi.string(ptx)) or nil }
         local info = ffi.new("cute_kernel_info")
         C.cute_compiled_info(rec.cc, nil, info)
         rec.info = info
@@ -441,7 +449,8 @@ function Result:data()
   for i, r in ipairs(self.results) do
     rs[i] = { index = r.index, config = r.config, status = r.status, reason = r.reason, trace_ms = r.trace_ms,
       compile_ms = r.compile_ms, ms = r.ms, min_ms = r.min_ms, max_ms = r.max_ms, outliers = r.outliers,
-      outlier_ms = r.outlier_ms, tflops = r.tflops, regs = r.regs, smem = r.smem, spills = r.spills, cache = r.cache }
+      outlier_ms = r.outlier_ms, tflops = r.tflops, regs = r.regs, smem = r.smem, spills = r.spills, cache = r.cache,
+      kernels = r.kernels }
   end
   return { key = self.key, best = self.best, best_ms = self.best_ms, best_index = self.best_index, workers = self.workers,
     trace_ms = self.trace_ms, compile_wall_ms = self.compile_wall_ms, bench_ms = self.bench_ms, total_ms = self.total_ms,
