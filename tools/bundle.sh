@@ -15,7 +15,7 @@ cp -r examples bench spec include docs "$D/"
 mkdir -p "$D/tests" "$D/src" && cp tests/cuda_abi.c "$D/tests/" && cp src/cudadef.h "$D/src/"
 # LuaJIT's own tools (jit.v, jit.p, jit.dump) for profiling on the GPU host
 mkdir -p "$D/share/lua/5.1/jit" && cp /usr/share/luajit-2.1.0-beta3/jit/*.lua "$D/share/lua/5.1/jit/"
-mkdir -p "$D/tools" && cp tools/gpu_check.sh tools/gpu_tc.sh tools/fa_once.lua "$D/tools/" && (cp tools/fuzz*.lua "$D/tools/" 2>/dev/null || true)
+mkdir -p "$D/tools" && cp tools/gpu_check.sh tools/gpu_tc.sh tools/gpu_autotune.sh tools/fa_once.lua "$D/tools/" && (cp tools/fuzz*.lua "$D/tools/" 2>/dev/null || true)
 # busted and its Lua dependencies (pure Lua) and C modules (need only libc)
 for m in busted busted.lua cliargs cliargs.lua dkjson.lua luassert mediator.lua pl say system term; do
   cp -rL "/usr/share/lua/5.1/$m" "$D/share/lua/5.1/"
