@@ -144,8 +144,7 @@ end
 local function default_run(g, _, ...)
   if type(g) == "table" and not K.is_kernel(g) and type(g.launch) == "function" then return g.launch(...) end
   if type(g) == "function" then return g(...) end
-  error(("cute.autotune: kernel(config) returned a %s: return a table with .launch, a function, or give run = ...")
-    :format(type(g)), 0)
+  fail("kernel(config) returned a %s: return a table with .launch, a function, or give run = ...", type(g))
 end
 
 local function arg_list(t, config)
@@ -197,7 +196,7 @@ local function trace_all(t, configs, pool, prog, results)
       launch.capture = function(k, l, a, n) capture_one(st, k, l, a, n) end
       local ok2, e2 = pcall(t.run or default_run, g, config, unpack(args, 1, table.maxn(args)))
       launch.capture = nil
-      if not ok2 then error(e2, 0) end
+      if not ok2 then cf.rethrow(e2) end
     end)
     launch.capture = nil
     r.recs, r.trace_ms = st.recs, st.trace_ms
@@ -528,7 +527,7 @@ function M.run(t)
   end)
   ffi.gc(pool, nil)
   C.cute_compile_pool_free(pool)
-  if not ok then error(err, 0) end
+  if not ok then cf.rethrow(err) end
   for _, r in ipairs(res.results) do
     if not r.status then
       r.status = "compiled"
@@ -563,7 +562,7 @@ function M.run(t)
       end
     end)
     uninstall(by_kernel)
-    if not okb then error(eb, 0) end
+    if not okb then cf.rethrow(eb) end
     res.bench_ms = now_ms() - tb
     if best then res.best, res.best_index, res.best_ms = best.config, best.index, best.ms end
     if best and ktext then

@@ -210,6 +210,7 @@ end
 -- null as nil); nil, why on malformed text
 function M.json_decode(s)
   local pos = 1
+  local bad = cf.rethrow -- (caught below: the message becomes the second result)
   local function ws() pos = s:find("[^ \t\r\n]", pos) or #s + 1 end
   local value
   local function str()
@@ -217,7 +218,7 @@ function M.json_decode(s)
     pos = pos + 1
     while true do
       local c = s:sub(pos, pos)
-      if c == "" then error("unterminated string") end
+      if c == "" then bad("unterminated string") end
       if c == '"' then pos = pos + 1; return table.concat(out) end
       if c == "\\" then
         local e = s:sub(pos + 1, pos + 1)
@@ -225,9 +226,9 @@ function M.json_decode(s)
         if map[e] then out[#out + 1] = map[e]; pos = pos + 2
         elseif e == "u" then
           local h = tonumber(s:sub(pos + 2, pos + 5), 16)
-          if not h or h > 127 then error("unsupported \\u escape") end
+          if not h or h > 127 then bad("unsupported \\u escape") end
           out[#out + 1] = string.char(h); pos = pos + 6
-        else error("bad escape") end
+        else bad("bad escape") end
       else
         out[#out + 1] = c; pos = pos + 1
       end
@@ -242,17 +243,17 @@ function M.json_decode(s)
       if s:sub(pos, pos) == "}" then pos = pos + 1; return t end
       while true do
         ws()
-        if s:sub(pos, pos) ~= '"' then error("expected a key at " .. pos) end
+        if s:sub(pos, pos) ~= '"' then bad("expected a key at " .. pos) end
         local k = str()
         ws()
-        if s:sub(pos, pos) ~= ":" then error("expected ':' at " .. pos) end
+        if s:sub(pos, pos) ~= ":" then bad("expected ':' at " .. pos) end
         pos = pos + 1
         t[k] = value()
         ws()
         local d = s:sub(pos, pos)
         pos = pos + 1
         if d == "}" then return t end
-        if d ~= "," then error("expected ',' or '}' at " .. (pos - 1)) end
+        if d ~= "," then bad("expected ',' or '}' at " .. (pos - 1)) end
       end
     elseif c == "[" then
       local t = {}
@@ -264,7 +265,7 @@ function M.json_decode(s)
         local d = s:sub(pos, pos)
         pos = pos + 1
         if d == "]" then return t end
-        if d ~= "," then error("expected ',' or ']' at " .. (pos - 1)) end
+        if d ~= "," then bad("expected ',' or ']' at " .. (pos - 1)) end
       end
     elseif c == '"' then return str()
     elseif s:sub(pos, pos + 3) == "true" then pos = pos + 4; return true
@@ -272,7 +273,7 @@ function M.json_decode(s)
     elseif s:sub(pos, pos + 3) == "null" then pos = pos + 4; return nil
     else
       local num = s:match("^-?%d+%.?%d*[eE]?[-+]?%d*", pos)
-      if not num or num == "" or not tonumber(num) then error("unexpected '" .. c .. "' at " .. pos) end
+      if not num or num == "" or not tonumber(num) then bad("unexpected '" .. c .. "' at " .. pos) end
       pos = pos + #num
       return tonumber(num)
     end
@@ -280,10 +281,10 @@ function M.json_decode(s)
   local ok, v = pcall(function()
     local r = value()
     ws()
-    if pos <= #s then error("trailing text at " .. pos) end
+    if pos <= #s then bad("trailing text at " .. pos) end
     return r
   end)
-  if not ok then return nil, tostring(v):gsub("^.-:%d+: ", "") end
+  if not ok then return nil, tostring(v) end
   return v
 end
 
