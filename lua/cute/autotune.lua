@@ -177,11 +177,13 @@ local function capture_one(st, k, l, args, nargs)
   local rec = { k = k, ir = ir, plan = plan, mask = mask, keys = keys, nargs = nargs, job = job, opts = o,
     threads = l.bx * l.by * l.bz, smem = l.smem, cfg_index = st.index }
   st.recs[#st.recs + 1] = rec
+  st.keep[#st.keep + 1] = ir
   st.jobs[job] = rec
 end
 
-local function trace_all(t, configs, pool, prog, results)
-  local st = { pool = pool, recs = nil, jobs = {}, use_ptxas = t.use_ptxas }
+-- (keep: every traced IR, held until the pool is freed: a job reads its IR)
+local function trace_all(t, configs, pool, prog, results, keep)
+  local st = { pool = pool, recs = nil, jobs = {}, use_ptxas = t.use_ptxas, keep = keep }
   local made = {}
   local submitted = 0
   for i, config in ipairs(configs) do
@@ -513,8 +515,9 @@ function M.run(t)
   if pool == nil then fail("%s", ffi.string(cf.err[0].msg)) end
   pool = ffi.gc(pool, C.cute_compile_pool_free)
   local t0 = now_ms()
+  local keep = {}
   local ok, err = pcall(function()
-    local total = trace_all(t, configs, pool, prog, res.results)
+    local total = trace_all(t, configs, pool, prog, res.results, keep)
     res.trace_ms = 0
     for _, r in ipairs(res.results) do res.trace_ms = res.trace_ms + (r.trace_ms or 0) end
     while true do
@@ -526,7 +529,8 @@ function M.run(t)
     collect(pool, res.results)
   end)
   ffi.gc(pool, nil)
-  C.cute_compile_pool_free(pool)
+  C.cute_compile_pool_free(pool) -- (waits for running jobs; only then may their IR go)
+  keep = nil
   if not ok then cf.rethrow(err) end
   for _, r in ipairs(res.results) do
     if not r.status then
@@ -553,7 +557,10 @@ function M.run(t)
     local okb, eb = pcall(function()
       for _, r in ipairs(res.results) do
         if r.status == "compiled" then
-          bench_one(t, r, ref, prog)
+          -- (a launch that fails while being timed fails this config only; an
+          -- error of the driver's context will fail the ones after it too)
+          local okc, ec = pcall(bench_one, t, r, ref, prog)
+          if not okc then r.status, r.reason, r.error, r.ms = "launch_error", first_line(ec), tostring(ec), nil end
           if r.status == "ok" and (not best or r.ms < best.ms) then best = r end
         end
         n = n + 1
