@@ -52,6 +52,21 @@ describe("cute.autotune compile stage (no GPU)", function()
     assert.same({ block = 256, depth = 120 }, r.results[9].config)
   end)
 
+  it("traces a call repeated within one config once, and every distinct call of it", function()
+    local k = poly_kernel()
+    local r = cute.autotune{ kernel = k, configs = { { block = 64, depth = 3 }, { block = 128, depth = 3 } },
+      run = function(kk, cfg, A, B)
+        run(kk, cfg, A, B); run(kk, cfg, A, B)            -- the same call twice: one trace
+        run(kk, { block = cfg.block, depth = 5 }, A, B)   -- another specialisation: its own
+      end, args = { X, Y }, compile_only = true, progress = false }
+    assert.equal(4, k.traces)
+    for _, x in ipairs(r.results) do
+      assert.equal("compiled", x.status, x.reason)
+      assert.equal(2, #x.kernels)
+      assert.are_not.equal(x.kernels[1].ptx_sha256, x.kernels[2].ptx_sha256)
+    end
+  end)
+
   it("gives the same PTX with 1 and 2 workers, and records both wall times", function()
     local function sweep(w)
       return cute.autotune{ kernel = poly_kernel(), run = run, configs = GRID, args = { X, Y }, workers = w,

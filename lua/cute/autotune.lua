@@ -162,6 +162,14 @@ local function capture_one(st, k, l, args, nargs)
   local copy, keys = {}, {}
   for i = 1, nargs do copy[i] = args[i]; keys[i] = sp.arg_key(args[i]) end
   local mask = sp.static_mask(copy, nargs)
+  -- (the same call again in this config: one compile serves both)
+  for _, r in ipairs(st.recs) do
+    if r.k == k and r.nargs == nargs and r.mask == mask then
+      local same = true
+      for i = 1, nargs do same = same and r.keys[i] == keys[i] end
+      if same then return end
+    end
+  end
   k._alias_mask = mask
   local t0 = now_ms()
   local ir, plan = k:trace(unpack(copy, 1, nargs))
