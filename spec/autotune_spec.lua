@@ -146,6 +146,12 @@ describe("cute.autotune compile stage (no GPU)", function()
       "configs[2] repeats configs[1] (block=64)"))
     assert.is_true(has(err({ kernel = k, run = run, configs = GRID, reps = 0 }), "reps must be an integer number >= 1, got 0"))
     assert.is_true(has(err({ kernel = k, run = run, configs = GRID, workers = 1.5 }), "workers must be an integer"))
+    -- (a builder's mistake is the config's reason, not an error of the sweep)
+    local r = cute.autotune{ kernel = function() return poly_kernel() end, configs = GRID, args = { X, Y },
+      compile_only = true, progress = false }
+    assert.equal("trace_error", r.results[1].status)
+    assert.is_true(has(r.results[1].reason, "cute.autotune: kernel(config) returned a cute.kernel: give run ="),
+      r.results[1].reason)
     local e = err({ kernel = k, run = run, configs = GRID, key = 7 })
     assert.is_true(has(e, "key must be a string or a function"), e)
     assert.is_true(has(e, "spec/autotune_spec.lua:"), e) -- at the caller's line

@@ -144,6 +144,10 @@ end
 local function default_run(g, _, ...)
   if type(g) == "table" and not K.is_kernel(g) and type(g.launch) == "function" then return g.launch(...) end
   if type(g) == "function" then return g(...) end
+  if K.is_kernel(g) then
+    fail("kernel(config) returned a cute.kernel: give run = function(k, config, ...) that launches it " ..
+      "(e.g. k:launch{grid = ..., block = ...}(...))")
+  end
   fail("kernel(config) returned a %s: return a table with .launch, a function, or give run = ...", type(g))
 end
 
