@@ -168,8 +168,8 @@ describe("cute.autotune benchmark stage on a stand-in GPU (child processes)", fu
     return out
   end
   local function facts(out)
-    local line = out:match("RESULT ([^\n]*)")
-    assert.is_truthy(line, out)
+    local line = (out:match("RESULT ([^\n]*)") or "") .. " " .. (out:match("RESULT2 ([^\n]*)") or "")
+    assert.is_truthy(line:find("from_store", 1, true), out)
     local t = {}
     for k, v in line:gmatch("([%w_]+)=(%S+)") do t[k] = v end
     return t
@@ -190,9 +190,16 @@ describe("cute.autotune benchmark stage on a stand-in GPU (child processes)", fu
       assert.equal("block=128,depth=2", b.best)
       assert.equal("0", b.traces)
       assert.equal("0", b.launches)
+      assert.equal("block=128,depth=2", b.api_best) -- cute.autotune.best(key, configs)
       local c = facts(child(dir, "off force"))
       assert.equal("false", c.from_store)
       assert.equal("8", c.traces)
+      local d = facts(child(dir, "off forget"))         -- from the note, then forget it
+      assert.equal("true", d.from_store)
+      assert.equal("true", d.forgot)
+      local e = facts(child(dir, "off"))
+      assert.equal("false", e.from_store)                 -- swept again
+      assert.equal("8", e.traces)
       -- the note is the user's own file in the cache directory
       local p = io.popen("stat -c '%a %n' " .. dir .. "/autotune-*.note")
       local st = p:read("*a")
