@@ -208,6 +208,20 @@ describe("cute.autotune benchmark stage on a stand-in GPU (child processes)", fu
       os.execute("rm -rf " .. dir)
     end)
 
+  it("checks each config's output against the first's: a wrong one is rejected and never the best", function()
+    local dir = fresh_cache_dir()
+    local out = child(dir, "off check")
+    local st, fills, reason = out:match("RESULT check=(%S+) fills=(%d+) reason=(%S+)")
+    assert.equal("64:ok,64:ok,128:ok,128:ok,256:wrong,256:wrong,512:ok,512:ok", st, out)
+    assert.equal("8", fills) -- the output zeroed before each config's check run
+    assert.is_true(has(reason, "output_differs_from_the_first_config's_(block=64_depth=2)") and
+      has(reason, "element_0:_4,_the_reference_has_2"), reason)
+    local f = facts(out)
+    assert.equal("6", f.ok)
+    assert.equal("block=128,depth=2", f.best)
+    os.execute("rm -rf " .. dir)
+  end)
+
   it("shows progress on a terminal only", function()
     local dir = fresh_cache_dir()
     local out = child(dir, "auto force", "2>&1")
