@@ -146,7 +146,12 @@ $(B)/test_host_c: tests/host_c.c $(B)/libcute.so
 	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) -Iinclude -I$(LUAJIT_INC) -o $@ $< -L$(B) -lcute \
 	    -Wl,-rpath,'$$ORIGIN' -lluajit-5.1 -lpthread
 
-C_TESTS := $(B)/test_oracle_c $(B)/test_layout_errors_c $(B)/test_cuda_c $(B)/test_ir_c $(B)/test_host_c
+$(B)/test_compile_pool_c: tests/compile_pool_c.c $(B)/libcute.so
+	@echo "  CC      $@"
+	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) -Iinclude -o $@ $< -L$(B) -lcute -Wl,-rpath,'$$ORIGIN' -lluajit-5.1
+
+
+C_TESTS := $(B)/test_oracle_c $(B)/test_layout_errors_c $(B)/test_cuda_c $(B)/test_ir_c $(B)/test_host_c $(B)/test_compile_pool_c
 
 $(B)/embed: examples/embed/embed.c $(B)/libcute.so
 	@echo "  CC      $@"

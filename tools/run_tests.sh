@@ -50,6 +50,7 @@ if [ "${TEST_ONLY:-}" != asan ]; then
   count_plain "C layout errors (ASan)" $B/test_layout_errors_c
   count_plain "C CUDA driver layer (ASan)" $B/test_cuda_c
   count_plain "C IR and codegen" $B/test_ir_c
+  count_plain "C compile pool" $B/test_compile_pool_c
   count_plain "embed example" $B/embed
   count_plain "C host API, DLPack, one lua_State per thread" $B/test_host_c
   count_plain "make install / pkg-config / uninstall" sh tools/install_test.sh

@@ -1,0 +1,65 @@
+-- Run by spec/autotune_spec.lua in a child process: a sweep over block sizes
+-- on the stand-in GPU of spec/support/autotune_stub.lua (the benchmark stage
+-- runs for real apart from the driver and the clock).  Prints one line of
+-- key=value facts for the spec to check.
+--   cuteluajit spec/data/autotune_child.lua [progress: auto|on|off] [force|forget|check]
+-- (forget: after the sweep, cute.autotune.forget removes the remembered best;
+-- check: Y is an output whose host copy holds 2.0 after a launch of 64 or 512
+-- threads (64: the first config, the reference), 2.2 after 128 and 4.0 after
+-- 256, so the configs of 256 are wrong and those of 128 right within rtol = 0.15 only)
+local cute = require("cute")
+local stub = dofile("spec/support/autotune_stub.lua")
+local mode, force = arg[1] or "auto", arg[2] == "force"
+stub.install()
+local k = cute.kernel(function(X, Y, cfg)
+  local i = cute.arch.block_idx() * cfg.block + cute.arch.thread_idx()
+  local v = X[i]
+  for _ = 1, cfg.depth do v = v * 1.5 + 0.25 end
+  Y[i] = v
+end, { name = "autotune_child" })
+local GRID = { block = { 64, 128, 256, 512 }, depth = { 2, 3 } }
+local X = { ptr = 4096, shape = { 4096 }, strides = { 1 }, dtype = cute.float32 }
+local Y = { ptr = 65536, shape = { 4096 }, strides = { 1 }, dtype = cute.float32 }
+local checking = arg[2] == "check"
+local fills = 0
+if checking then
+  local ffi = require("ffi")
+  Y.numel = function() return 4096 end
+  Y.fill = function(self) fills = fills + 1; return self end
+  Y.to_host = function()
+    local b = stub.launches[#stub.launches].block
+    local v = b == 256 and 4 or b == 128 and 2.2 or 2
+    local a = ffi.new("float[4096]")
+    for i = 0, 4095 do a[i] = v end
+    return a
+  end
+end
+local CHECK = false -- (no check unless checking: then the default comparison)
+if checking then CHECK = nil end
+local r = cute.autotune{
+  kernel = k,
+  run = function(kk, cfg, A, B) kk:launch{ grid = 4096 / cfg.block, block = cfg.block }(A, B, cfg) end,
+  configs = GRID,
+  args = { X, Y },
+  check = CHECK, outputs = checking and { 2 } or nil, rtol = checking and 0.15 or nil, atol = 0,
+  warmup_ms = 3, reps = 5,
+  key = not checking and "autotune_child" or nil, force = force,
+  progress = ({ auto = nil, on = true, off = false })[mode],
+}
+local best = r.best and ("block=%d,depth=%d"):format(r.best.block, r.best.depth) or "none"
+local ok = 0
+for _, x in ipairs(r.results) do if x.status == "ok" then ok = ok + 1 end end
+local api = cute.autotune.best("autotune_child", GRID)
+local forgot = arg[2] == "forget" and cute.autotune.forget("autotune_child", GRID)
+if checking then
+  local st = {}
+  for _, x in ipairs(r.results) do st[#st + 1] = ("%d:%s"):format(x.config.block, x.status) end
+  print(("RESULT check=%s fills=%d reason=%s"):format(table.concat(st, ","), fills,
+    (r.results[5].reason or "none"):gsub("%s", "_")))
+end
+print(("RESULT api_best=%s forgot=%s"):format(api and ("block=%d,depth=%d"):format(api.block, api.depth) or "none",
+  tostring(forgot)))
+print(("RESULT2 from_store=%s best=%s best_ms=%s traces=%d compiles=%d loads=%d launches=%d ok=%d n=%d")
+  :format(tostring(r.from_store or false), best, tostring(r.best_ms), k.traces, k.compiles, stub.loads, #stub.launches,
+    ok, #r.results))
+stub.remove()
