@@ -73,9 +73,23 @@ end
 ---------------------------------------------------------------------------
 -- dtypes: CU_TENSOR_MAP_DATA_TYPE_* by IR name
 ---------------------------------------------------------------------------
-local MAP_DTYPE = { u8 = 0, i8 = 0, f8e4m3 = 0, f8e5m2 = 0, u16 = 1, i16 = 1, u32 = 2, i32 = 3, u64 = 4,
-  i64 = 5, f16 = 6, f32 = 7, f64 = 8, bf16 = 9, tf32 = 11 }
-M.MAP_DTYPE = MAP_DTYPE
+-- from dtype.lua's one table of scalar types (kind, bits): TMA moves bytes, so
+-- 8- and 16-bit integers and fp8 travel as UINT8 / UINT16; halves, bfloat16,
+-- tf32 and floats keep their own codes (cuda.h's CUtensorMapDataType)
+local FLOAT_CODE = { half = 6, bf16 = 9, tf32 = 11 }
+local WIDTH_CODE = { [8] = 0, [16] = 1 }
+local function map_dtype(ir)
+  local info = ir and require("cute.dtype").by_ir[ir]
+  if not info then return nil end
+  local k, b = info.kind, info.bits
+  if FLOAT_CODE[k] then return FLOAT_CODE[k] end
+  if k == "float" then return b == 32 and 7 or b == 64 and 8 or nil end
+  if k == "bool" then return nil end
+  if WIDTH_CODE[b] then return WIDTH_CODE[b] end
+  if b == 32 then return k == "int" and 3 or 2 end
+  if b == 64 then return k == "int" and 5 or 4 end
+end
+M.map_dtype = map_dtype
 local SWIZZLE_NAME = { [0] = "none", "32B", "64B", "128B" }
 M.SWIZZLE_NAME = SWIZZLE_NAME
 
@@ -147,7 +161,7 @@ function M.tma_args(op_, g, smem_layout, cta_tiler, opts)
       :format(F, n_mc, tostring(op_)))
   end
   local dname = dtype_name(g.dtype)
-  local mdt = dname and MAP_DTYPE[dname]
+  local mdt = map_dtype(dname)
   if not mdt then
     cf.fail(("%s: the tensor's dtype %s has no TMA data type (8/16/32/64-bit integers and floats)"):format(F,
       show(dname or g.dtype)))
