@@ -299,13 +299,19 @@ local function sm90_gpu()
   return d.cc[1] >= 9, ("the GPU is %s (cc %d.%d), not sm_90"):format(d.name, d.cc[1], d.cc[2])
 end
 
--- gemm(A, B, C, alpha, beta) on random data, every element against the CPU reference
-local function check_all(g, ab, c_dtype, M, N, K, alpha, beta, tol)
+-- gemm(A, B, C, alpha, beta) on random data, every element against the CPU reference;
+-- clusters: launch that many persistent clusters (default: as many as the SMs hold)
+local function check_all(g, ab, c_dtype, M, N, K, alpha, beta, tol, clusters)
   local A = cute.from_host(util.rand_floats(M * K), ab, { M, K })
   local B = cute.from_host(util.rand_floats(N * K), ab, { N, K })
   local Cm = cute.from_host(util.rand_floats(M * N), c_dtype, { M, N })
   local a, b, c0 = ex.host_values(A), ex.host_values(B), ex.host_values(Cm)
-  g.launch(A, B, Cm, alpha, beta)
+  if clusters then
+    local k, cfg, ta, mA, tb, mB, c, al, be = g.args(A, B, Cm, alpha, beta, clusters)
+    k:launch(cfg)(ta, mA, tb, mB, c, al, be)
+  else
+    g.launch(A, B, Cm, alpha, beta)
+  end
   local bad = 0
   local err = ex.gemm_tn_compare(a, b, c0, ex.host_values(Cm), M, N, K, alpha, beta, 1, function(i, j, c, ref)
     if not (math.abs(c - ref) <= tol * (math.abs(ref) + 1)) then
@@ -314,7 +320,62 @@ local function check_all(g, ab, c_dtype, M, N, K, alpha, beta, tol)
     end
   end)
   A:free(); B:free(); Cm:free()
-  assert.are.equal(0, bad, ("%dx%dx%d: %d elements off (rel. error %.3g)"):format(M, N, K, bad, err))
+  assert.are.equal(0, bad, ("%s %dx%dx%d%s: %d elements off (rel. error %.3g)"):format(g.cfg.schedule, M, N, K,
+    clusters and (", " .. clusters .. " clusters") or "", bad, err))
+end
+
+-- gemm(A, B, C, 1, 0) at n^3 on random data: 2,000 sampled elements against CPU dot products
+local function check_sampled(g, n)
+  local A = cute.from_host(util.rand_floats(n * n), bf16, { n, n })
+  local B = cute.from_host(util.rand_floats(n * n), bf16, { n, n })
+  local Cm = cute.zeros({ n, n }, bf16)
+  g.launch(A, B, Cm, 1, 0)
+  -- raw bf16 bits on the host; only the sampled rows are converted
+  local a, b, c = A:to_host(), B:to_host(), Cm:to_host()
+  local num = bf16.to_number
+  local seed = 7
+  for _ = 1, 2000 do
+    seed = (seed * 1103515245 + 12345) % 2147483648
+    local i, j = seed % n, math.floor(seed / n) % n
+    local s = 0
+    for kk = 0, n - 1 do s = s + num(a[i * n + kk]) * num(b[j * n + kk]) end
+    local got = num(c[i * n + j])
+    assert(math.abs(got - s) <= 0.01 * math.abs(s) + 0.05,
+      ("%s %dx%d: C[%d][%d] = %g, expected %g"):format(g.cfg.schedule, g.cfg.bm, g.cfg.bn, i, j, got, s))
+  end
+  A:free(); B:free(); Cm:free()
+end
+
+-- the fp8 GEMM (e4m3 in, out in C's dtype, scales 0.5 and 0.25) on odd sizes, every
+-- element against a CPU reference
+local function check_fp8(g, out)
+  for _, s in ipairs({ { 1000, 1030, 528 }, { 256, 128, 1024 } }) do
+    local M, N, K = s[1], s[2], s[3]
+    local A = cute.from_host(util.rand_floats(M * K, -4, 4), e4m3, { M, K })
+    local B = cute.from_host(util.rand_floats(N * K, -4, 4), e4m3, { N, K })
+    local Cm = cute.zeros({ M, N }, out)
+    g.launch(A, B, Cm, 0.5, 0.25)
+    local zero = setmetatable({}, { __index = function() return 0 end })
+    local a, b = ex.host_values(A), ex.host_values(B)
+    local bad, worst = 0, ""
+    -- Hopper's fp8 wgmma accumulates with fewer fraction bits than f32 (the
+    -- hardware's "fast accumulation"; measured on an H100: errors up to about
+    -- 2^-13 of alpha * sum |a b|).  Tolerance: 2^-11 of that, plus the output
+    -- dtype's rounding (bf16: 2^-8 relative; f32: 2^-20).
+    ex.gemm_tn_compare(a, b, zero, ex.host_values(Cm), M, N, K, 0.125, 0, 1,
+      function(i, j, c, ref)
+        local sabs = 0
+        for kk = 0, K - 1 do sabs = sabs + math.abs(a[i * K + kk] * b[j * K + kk]) end
+        local tol = 0.125 * sabs * 2 ^ -11 + (out == bf16 and 2 ^ -8 or 2 ^ -20) * math.abs(ref)
+        if not (math.abs(c - ref) <= tol) then
+          bad = bad + 1
+          worst = ("C[%d][%d] = %.6g, expected %.6g (tolerance %.3g)"):format(i, j, c, ref, tol)
+        end
+      end)
+    A:free(); B:free(); Cm:free()
+    assert.are.equal(0, bad, ("fp8 %s %dx%dx%d (%s out): %d elements off, e.g. %s"):format(g.cfg.schedule, M, N, K,
+      out.name, bad, worst))
+  end
 end
 
 describe("examples/gemm_sm90.lua on an sm_90 GPU", function()
@@ -334,25 +395,60 @@ describe("examples/gemm_sm90.lua on an sm_90 GPU", function()
   util.gpu_it("4096^3: sampled elements against CPU dot products", function()
     local ok, why = sm90_gpu()
     if not ok then return pending(why) end
-    local n = 4096
-    local g = m.make_gemm{ bn = 256 }
-    local A = cute.from_host(util.rand_floats(n * n), bf16, { n, n })
-    local B = cute.from_host(util.rand_floats(n * n), bf16, { n, n })
-    local Cm = cute.zeros({ n, n }, bf16)
-    g.launch(A, B, Cm, 1, 0)
-    -- raw bf16 bits on the host; only the sampled rows are converted
-    local a, b, c = A:to_host(), B:to_host(), Cm:to_host()
-    local num = bf16.to_number
-    local seed = 7
-    for _ = 1, 2000 do
-      seed = (seed * 1103515245 + 12345) % 2147483648
-      local i, j = seed % n, math.floor(seed / n) % n
-      local s = 0
-      for kk = 0, n - 1 do s = s + num(a[i * n + kk]) * num(b[j * n + kk]) end
-      local got = num(c[i * n + j])
-      assert(math.abs(got - s) <= 0.01 * math.abs(s) + 0.05, ("C[%d][%d] = %g, expected %g"):format(i, j, got, s))
+    check_sampled(m.make_gemm{ bn = 256 }, 4096)
+  end)
+end)
+
+describe("examples/gemm_sm90.lua, schedule = \"pingpong\", on an sm_90 GPU", function()
+  local m = example("gemm_sm90")
+  local PP = { { bm = 64, bn = 256 }, { bm = 128, bn = 128 }, { bm = 64, bn = 256, cluster_m = 1 } }
+  local function gemm(cfg)
+    local c = { schedule = "pingpong" }
+    for k, v in pairs(cfg) do c[k] = v end
+    return m.make_gemm(c)
+  end
+  util.gpu_it("odd sizes, alpha and beta, every element against a CPU reference", function()
+    local ok, why = sm90_gpu()
+    if not ok then return pending(why) end
+    for _, cfg in ipairs(PP) do
+      local g = gemm(cfg)
+      for _, s in ipairs({ { 1000, 1030, 520 }, { 129, 257, 64 }, { 1, 1, 8 }, { 384, 512, 1024 } }) do
+        check_all(g, bf16, bf16, s[1], s[2], s[3], 0.75, -1.25, 0.02)
+        check_all(g, bf16, bf16, s[1], s[2], s[3], 1.5, 0, 0.02)
+      end
     end
-    A:free(); B:free(); Cm:free()
+  end)
+
+  -- few persistent clusters: each CTA runs many tiles, both warpgroups take turns over
+  -- odd and even numbers of them (and the ring's phases wrap many times)
+  util.gpu_it("odd sizes on 1, 3 and 7 clusters: many tiles per CTA, every element against a CPU reference", function()
+    local ok, why = sm90_gpu()
+    if not ok then return pending(why) end
+    for _, cfg in ipairs(PP) do
+      local g = gemm(cfg)
+      for _, clusters in ipairs({ 1, 3, 7 }) do
+        check_all(g, bf16, bf16, 1000, 1030, 520, 0.75, -1.25, 0.02, clusters)
+        check_all(g, bf16, bf16, 129, 257, 64, 1.5, 0, 0.02, clusters)
+      end
+    end
+  end)
+
+  util.gpu_it("4096^3: sampled elements against CPU dot products", function()
+    local ok, why = sm90_gpu()
+    if not ok then return pending(why) end
+    check_sampled(gemm{ bm = 64, bn = 256 }, 4096)
+    check_sampled(gemm{ bm = 128, bn = 128 }, 4096)
+  end)
+
+  util.gpu_it("fp8 e4m3 (gemm_fp8_sm90.lua), bf16 and f32 out, every element against a CPU reference", function()
+    local ok, why = sm90_gpu()
+    if not ok then return pending(why) end
+    local fp8 = example("gemm_fp8_sm90")
+    for _, out in ipairs({ bf16, cute.float32 }) do
+      for _, t in ipairs({ { 64, 256 }, { 128, 128 } }) do
+        check_fp8(fp8.make_gemm{ schedule = "pingpong", bm = t[1], bn = t[2], c_dtype = out }, out)
+      end
+    end
   end)
 end)
 
@@ -361,34 +457,6 @@ describe("examples/gemm_fp8_sm90.lua on an sm_90 GPU", function()
   util.gpu_it("odd sizes, e4m3 in, bf16 and f32 out, scales, every element against a CPU reference", function()
     local ok, why = sm90_gpu()
     if not ok then return pending(why) end
-    for _, out in ipairs({ bf16, cute.float32 }) do
-      local g = m.make_gemm{ c_dtype = out, bn = 128 }
-      for _, s in ipairs({ { 1000, 1030, 528 }, { 256, 128, 1024 } }) do
-        local M, N, K = s[1], s[2], s[3]
-        local A = cute.from_host(util.rand_floats(M * K, -4, 4), e4m3, { M, K })
-        local B = cute.from_host(util.rand_floats(N * K, -4, 4), e4m3, { N, K })
-        local Cm = cute.zeros({ M, N }, out)
-        g.launch(A, B, Cm, 0.5, 0.25)
-        local zero = setmetatable({}, { __index = function() return 0 end })
-        local a, b = ex.host_values(A), ex.host_values(B)
-        local bad, worst = 0, ""
-        -- Hopper's fp8 wgmma accumulates with fewer fraction bits than f32 (the
-        -- hardware's "fast accumulation"; measured on an H100: errors up to about
-        -- 2^-13 of alpha * sum |a b|).  Tolerance: 2^-11 of that, plus the output
-        -- dtype's rounding (bf16: 2^-8 relative; f32: 2^-20).
-        ex.gemm_tn_compare(a, b, zero, ex.host_values(Cm), M, N, K, 0.125, 0, 1,
-          function(i, j, c, ref)
-            local sabs = 0
-            for kk = 0, K - 1 do sabs = sabs + math.abs(a[i * K + kk] * b[j * K + kk]) end
-            local tol = 0.125 * sabs * 2 ^ -11 + (out == bf16 and 2 ^ -8 or 2 ^ -20) * math.abs(ref)
-            if not (math.abs(c - ref) <= tol) then
-              bad = bad + 1
-              worst = ("C[%d][%d] = %.6g, expected %.6g (tolerance %.3g)"):format(i, j, c, ref, tol)
-            end
-          end)
-        A:free(); B:free(); Cm:free()
-        assert.are.equal(0, bad, ("fp8 %dx%dx%d (%s out): %d elements off, e.g. %s"):format(M, N, K, out.name, bad, worst))
-      end
-    end
+    for _, out in ipairs({ bf16, cute.float32 }) do check_fp8(m.make_gemm{ c_dtype = out, bn = 128 }, out) end
   end)
 end)
