@@ -102,6 +102,30 @@ describe("pipeline states", function()
     assert.are.same({ 0, 2 }, { got[48], got[49] }) -- producer after 8 steps: index 2; its clone one more: 0
   end)
 
+  it("producer_tail waits on every stage's empty barrier in turn (CUTLASS's tail), with the producer's phases",
+    function()
+    -- 3 stages, the producer 4 k-tiles in: the tail waits on stages 1, 2, 0 (the releases
+    -- of k-tiles 1, 2, 3), each at the phase the next acquire of that stage would wait for
+    local k = cute.kernel(function(Out)
+      local bars = cute.make_shared_tensor(cute.make_layout(6), cute.int64, 8)
+      local p = P.PipelineAsync.create{ barrier_storage = bars, num_stages = 3,
+        producer_group = P.CooperativeGroup(P.Agent.Thread, 1), consumer_group = P.CooperativeGroup(P.Agent.Warp, 1) }
+      local st = P.make_pipeline_state(P.PipelineUserType.Producer, 3)
+      st:advance(4)
+      p:producer_tail(st)
+      Out[0], Out[1], Out[2] = st.index, st.phase, st.count
+    end, { arch = "sm_90a", use_ptxas = false, name = "tail" })
+    local r = k:compile(cute.tensor_spec({ 3 }, i32))
+    -- each wait: the barrier's byte offset in the storage and the parity (LLVM folds both)
+    local waits = {}
+    for line in r.llvm:gmatch("[^\n]*mbarrier%.try_wait%.parity[^\n]*") do
+      local off, parity = line:match("i64 (%d+)%) to i32%), i32 (%d)%)")
+      waits[#waits + 1] = { tonumber(off), tonumber(parity) }
+    end
+    -- empty barrier of stage i at byte 8 (3 + i); k-tile c's producer parity 1 - floor(c / 3) % 2
+    assert.are.same({ { 32, 0 }, { 40, 0 }, { 24, 1 } }, waits)
+  end)
+
   it("advance(n) steps n stages at once (Lua and traced n): the same states as n single steps", function()
     -- a consumer state of 3 stages advanced by 0, 1, 2, 3, 5, 7 (Lua numbers), then by
     -- 4 through a traced value; LLVM folds every stored index, phase and count

@@ -320,12 +320,16 @@ function Pipeline.consumer_release(p, s)
   end)
 end
 -- producer, before it exits: wait until the consumers released every stage
--- (the last one used; they release in order), so that no arrive from a peer
--- CTA reaches a block that has exited.  Advances the state.
+-- (CUTLASS's producer_tail: each stage's empty barrier in turn, so consumers
+-- that release out of order, e.g. ping-pong warpgroups owning alternate tiles,
+-- are covered too), so that no arrive from a peer CTA reaches a block that has
+-- exited.  Advances the state by num_stages.
 function Pipeline.producer_tail(p, s)
   need_state(p, s, "producer_tail")
-  for _ = 1, p.num_stages - 1 do s:advance() end
-  sm90.mbarrier_wait(p:empty_barrier(s.index), s.phase)
+  for _ = 1, p.num_stages do
+    sm90.mbarrier_wait(p:empty_barrier(s.index), s.phase)
+    s:advance()
+  end
 end
 
 ---------------------------------------------------------------------------
