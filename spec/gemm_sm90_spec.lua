@@ -420,7 +420,8 @@ describe("examples/gemm_sm90.lua, schedule = \"pingpong\", on an sm_90 GPU", fun
   end)
 
   -- few persistent clusters: each CTA runs many tiles, both warpgroups take turns over
-  -- odd and even numbers of them (and the ring's phases wrap many times)
+  -- odd and even numbers of them, and the ring's phases wrap many times with k-tile
+  -- counts below, at and above the stage count (K = 64, 200, 520: 1, 4, 9 k-tiles of 64)
   util.gpu_it("odd sizes on 1, 3 and 7 clusters: many tiles per CTA, every element against a CPU reference", function()
     local ok, why = sm90_gpu()
     if not ok then return pending(why) end
@@ -428,6 +429,8 @@ describe("examples/gemm_sm90.lua, schedule = \"pingpong\", on an sm_90 GPU", fun
       local g = gemm(cfg)
       for _, clusters in ipairs({ 1, 3, 7 }) do
         check_all(g, bf16, bf16, 1000, 1030, 520, 0.75, -1.25, 0.02, clusters)
+        check_all(g, bf16, bf16, 1000, 1030, 64, 1.5, 0, 0.02, clusters)
+        check_all(g, bf16, bf16, 1000, 1030, 200, 1.5, 0.5, 0.02, clusters)
         check_all(g, bf16, bf16, 129, 257, 64, 1.5, 0, 0.02, clusters)
       end
     end
