@@ -68,6 +68,8 @@ local function check_ptx(r, g, instr)
   if PTXAS then
     -- setmaxnreg needs the launch bounds (384 threads, 1 CTA per SM), else ptxas drops it
     assert.is_false(has(r.ptxas_log, "setmaxnreg' ignored"), r.ptxas_log)
+    -- ptxas keeps the wgmma pipelined (no "wgmma.mma_async instructions are serialized")
+    assert.is_false(has(r.ptxas_log, "serialized"), r.ptxas_log)
     assert.are.equal(0, r.info.spill_stores or 0)
     assert.are.equal(0, r.info.spill_loads or 0)
     assert.are.equal(0, r.info.stack or 0)
