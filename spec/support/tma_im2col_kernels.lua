@@ -8,26 +8,32 @@ local M = {}
 
 -- tile_copy(sL, BM, BK [, mcast]): CTA (bm, bk) loads tile (bm, bk) of the
 -- im2col matrix (the coordinate tensor mA over (M, K)) with one TMA copy and
--- writes it to Out (a row-major matrix of whole tiles) through the (swizzled)
--- shared layout; BM threads, one row each.  mcast: a cluster of mcast CTAs
--- along x, each loading its share of the tile and multicasting it to all.
+-- writes it to Out (row-major, whole tiles) through the (swizzled) shared
+-- layout; BM threads, one row each.  mcast: clusters of mcast CTAs along x
+-- (grid x = mcast * M tiles) share tile (cluster x, bk): each CTA loads its
+-- share and multicasts it to all, and CTA rank r writes the tile it received
+-- to rows r * mrows + ... of Out.
 function M.tile_copy(sL, BM, BK, mcast)
-  return cute.kernel(function(atom, mA, Out)
+  return cute.kernel(function(atom, mA, Out, mrows)
     local sA = cute.make_shared_tensor(sL, cute.bfloat16, 1024)
     local bar = cute.make_shared_tensor(cute.make_layout(1), cute.int64, 8)
     local tid = cute.arch.thread_idx()
     local bm, bk = cute.arch.block_idx()
+    local rank = 0
+    if mcast then
+      rank = cute.arch.block_idx_in_cluster()
+      bm = cute.arch.cluster_idx()
+    end
     if tid == 0 then
       cp.prefetch_descriptor(atom)
       cute.arch.mbarrier_init(bar, 1)
       cute.arch.mbarrier_init_fence()
     end
-    if mcast then cute.arch.cluster_sync() else cute.arch.sync_threads() end
+    if mcast then cute.arch.cluster_sync() else cute.arch.sync_threads() end -- barriers initialised first
     local gA = cute.local_tile(mA, { BM, BK }, { bm, bk })
     if tid == 0 then
       cute.arch.mbarrier_arrive_and_expect_tx(bar, atom.tx_bytes)
       if mcast then
-        local rank = cute.arch.block_idx_in_cluster()
         local tAsA, tAgA = cp.tma_partition(atom, rank, cute.make_layout(mcast), sA, gA)
         cute.copy(atom, tAgA, tAsA, { tma_bar_ptr = bar, mcast_mask = 2 ^ mcast - 1 })
       else
@@ -36,7 +42,7 @@ function M.tile_copy(sL, BM, BK, mcast)
     end
     cute.arch.mbarrier_wait(bar, 0)
     for c in cute.range(0, BK) do
-      Out[{ bm * BM + tid, bk * BK + c }] = sA[{ tid, c }]
+      Out[{ rank * mrows + bm * BM + tid, bk * BK + c }] = sA[{ tid, c }]
     end
     if mcast then cute.arch.cluster_sync() end -- no CTA exits while a peer may still write into it
   end, { arch = "sm_90a" })
