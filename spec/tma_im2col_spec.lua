@@ -52,6 +52,11 @@ describe("im2col TMA arguments (by hand)", function()
     assert.are.equal(1, a.boxes)
     assert.are.equal(16384, a.tx_bytes)
     assert.is_true((im2col.check(a, 0x10000)))
+    -- strides default to the packed tensor's; a dtype object works as its name
+    local b = cp.im2col_tma_args(I2C, { shape = { 2, 10, 12, 64 }, dtype = cute.bfloat16 }, smem("K_SW128", 128, 64),
+      { filter = { 3, 3 }, stride = 1, padding = 1 })
+    assert.are.same(a.global_strides, b.global_strides)
+    assert.are.equal(9, b.map_dtype)
   end)
 
   it("NHWC 1x17x20x32, stride 2, padding 1 (H) / 2 (W), dilation 2: corners, traversal strides, output", function()

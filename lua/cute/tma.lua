@@ -9,6 +9,7 @@
 --   local atom, tma_tensor = cute.nvgpu.cpasync.make_tiled_tma_atom(op, gmem_tensor, smem_layout,
 --                                                                   cta_tiler [, {num_multicast = n}])
 --   cute.nvgpu.cpasync.tma_args(op, gmem, smem_layout, cta_tiler [, opts])  the derivation alone (pure)
+--   cute.nvgpu.cpasync.CopyBulkTensorIm2ColG2S[Multicast]Op() + make_im2col_tma_atom: lua/cute/tma_im2col.lua
 --
 -- The atom and the tma_tensor are kernel arguments: the atom becomes a
 -- 128-byte, 64-aligned grid-constant parameter holding the CUtensorMap (its

@@ -57,7 +57,7 @@ local function per_dim(F, name, v, ns, rank, default, min)
 end
 
 -- im2col_tma_args(op, gmem, smem_layout, conv) -> table
---   gmem: { shape = {N, [D,] [H,] W, C}, strides = {...} (elements), dtype = }
+--   gmem: { shape = {N, [D,] [H,] W, C}, strides = {...} (elements; default packed), dtype = }
 --   conv: { filter = {[T,] [R,] S}, stride, padding, upper_padding, dilation (numbers or
 --          per spatial dimension, D H W order), num_multicast }
 -- The arguments of cuTensorMapEncodeIm2col in tensor-map order (dimension 0 =
@@ -90,12 +90,13 @@ function M.im2col_tma_args(op_, g, smem_layout, conv)
     cf.fail(("%s: num_multicast = %d needs cute.nvgpu.cpasync.CopyBulkTensorIm2ColG2SMulticastOp(), got %s")
       :format(F, n_mc, tostring(op_)))
   end
-  local shape, strides = g.shape, g.strides
+  local shape = g.shape
   local r = type(shape) == "table" and #shape or 0
   if r < 3 or r > 5 then
     cf.fail(("%s: the activation has shape %s; im2col needs an NWC, NHWC or NDHWC tensor (rank 3 to 5)"):format(F,
       show(shape)))
   end
+  local strides = g.strides or require("cute.memory").row_major(shape) -- packed NHWC by default
   for m = 1, r do
     if type(shape[m]) ~= "number" or type(strides[m]) ~= "number" then
       cf.fail(("%s: mode %d of the activation: shape and stride must be numbers on the host, got %s, %s"):format(F, m,
