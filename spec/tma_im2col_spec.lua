@@ -289,6 +289,54 @@ describe("im2col TMA in kernels", function()
     assert(has(ir, "\"mA_shape1\""), ir)
   end)
 
+  it("launches of a cute.dynamic activation (a stub driver): one compile, each passing its map and M, K", function()
+    local ffi = require("ffi")
+    local K_ = require("cute.kernel")
+    local launches, loads = {}, 0
+    local function launch(fn, gx, gy, gz, bx, by, bz, smem_, stream, params)
+      local p = ffi.cast("uint8_t*", params[0])
+      launches[#launches + 1] = { first = p[0], last = p[127], m = ffi.cast("int32_t*", params[1])[0],
+        k = ffi.cast("int32_t*", params[2])[0], grid = { gx, gy } }
+      return 0
+    end
+    K_._use_driver({
+      available = function() return true end,
+      cute_cuda_module_load = function(image, size, is_ptx, out)
+        loads = loads + 1
+        out[0] = ffi.cast("void*", 4096 + 16 * loads)
+        return 0
+      end,
+      cute_cuda_module_get_function = function(mod, name, out) out[0] = ffi.cast("void*", 1); return 0 end,
+      cute_cuda_module_unload = function() return 0 end,
+      cute_cuda_launch = launch,
+      cute_cuda_func_set_max_dynamic_smem = function() return 0 end,
+      cute_cuda_get_device = function(out) out[0] = 0; return 0 end,
+      cute_cuda_set_device = function() return 0 end,
+    })
+    local ok, err = pcall(function()
+      local sL = smem("K_SW128", 128, 64)
+      local k = TK.tile_copy(sL, 128, 64):with({ use_ptxas = false })
+      local out = { ptr = 8192, shape = { 1024, 576 }, strides = { 576, 1 }, dtype = cute.bfloat16 }
+      for n = 1, 2 do
+        local atom, mA = cp.make_im2col_tma_atom(I2C, cute.dynamic(cute.tensor_spec({ 3 * n, 10, 12, 64 }, cute.bfloat16)),
+          sL, { filter = { 3, 3 }, padding = 1 })
+        atom.encoded = true -- (a spec has no address: stand in for the driver's encoding)
+        ffi.fill(atom.desc, 128, 40 + n)
+        k:launch{ grid = { math.ceil(mA.shape[1] / 128), 9, 1 }, block = 128 }(atom, mA, out, 0)
+      end
+    end)
+    K_._use_driver(nil)
+    assert(ok, err)
+    assert.are.equal(1, loads)
+    assert.are.equal(2, #launches)
+    for n = 1, 2 do
+      local l = launches[n]
+      assert.are.same({ 3 * n * 120, 576 }, { l.m, l.k }) -- M = N P Q, K = C R S
+      assert.are.same({ 41 + n - 1, 41 + n - 1 }, { l.first, l.last })
+      assert.are.same({ math.ceil(3 * n * 120 / 128), 9 }, l.grid)
+    end
+  end)
+
   it("refuses what TMA im2col cannot do, naming the value", function()
     local sL = smem("K_SW128", 128, 64)
     local function A(shape, c, sl, op, strides, dtype)
