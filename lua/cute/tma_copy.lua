@@ -13,6 +13,9 @@
 -- A copy issues one cp.async.bulk.tensor per box of the tile (lua/cute/tma.lua
 -- derives the box); its coordinates are the first element's of each box in
 -- the coordinate tensor (the tma_tensor), in tensor-map dimension order.
+-- An im2col atom's box origin is (m, k) of the im2col matrix, turned into the
+-- instruction's coordinates and 16-bit filter-tap offsets by
+-- lua/cute/tma_im2col.lua (`...global.im2col.mbarrier::complete_tx::bytes`).
 local ffi = require("ffi")
 local cf = require("cute.ffi")
 local C = cf.C
@@ -379,7 +382,7 @@ function M.copy(a, src, dst, opts)
       for j = 1, d do slots[j] = "$" .. (j + 1); argv[#argv + 1] = cc[j] end
       argv[#argv + 1] = mbar
       local oslots = {}
-      for j = 1, #offs do oslots[j] = "$" .. (#argv + j - 1); end
+      for j = 1, #offs do oslots[j] = "$" .. (#argv + j - 1) end
       for j = 1, #offs do argv[#argv + 1] = offs[j] end
       local cons = "r,l" .. string.rep(",r", d) .. ",r" .. string.rep(",h", #offs)
       local ptx = ("cp.async.bulk.tensor.%dd.shared::cluster.global.im2col.mbarrier::complete_tx::bytes%s [$0], " ..
