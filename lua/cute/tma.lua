@@ -9,6 +9,7 @@
 --   local atom, tma_tensor = cute.nvgpu.cpasync.make_tiled_tma_atom(op, gmem_tensor, smem_layout,
 --                                                                   cta_tiler [, {num_multicast = n}])
 --   cute.nvgpu.cpasync.tma_args(op, gmem, smem_layout, cta_tiler [, opts])  the derivation alone (pure)
+--   cute.nvgpu.cpasync.CopyBulkTensorIm2ColG2S[Multicast]Op() + make_im2col_tma_atom: lua/cute/tma_im2col.lua
 --
 -- The atom and the tma_tensor are kernel arguments: the atom becomes a
 -- 128-byte, 64-aligned grid-constant parameter holding the CUtensorMap (its
@@ -58,6 +59,13 @@ function M.ops.CopyBulkTensorTileG2SMulticastOp()
   return op("CopyBulkTensorTileG2SMulticastOp", { dir = "g2s", multicast = true })
 end
 function M.ops.CopyBulkTensorTileS2GOp() return op("CopyBulkTensorTileS2GOp", { dir = "s2g", multicast = false }) end
+-- im2col loads for convolutions (CuTe C++'s SM90_TMA_LOAD_IM2COL[_MULTICAST]): lua/cute/tma_im2col.lua
+function M.ops.CopyBulkTensorIm2ColG2SOp()
+  return op("CopyBulkTensorIm2ColG2SOp", { dir = "g2s", multicast = false, im2col = true })
+end
+function M.ops.CopyBulkTensorIm2ColG2SMulticastOp()
+  return op("CopyBulkTensorIm2ColG2SMulticastOp", { dir = "g2s", multicast = true, im2col = true })
+end
 -- op: "add" ... or cute.ReductionOp.ADD / MIN / MAX (CuTe DSL's reduction kinds)
 function M.ops.CopyReduceBulkTensorTileS2GOp(kind)
   local F = "cute.nvgpu.cpasync.CopyReduceBulkTensorTileS2GOp"
@@ -102,6 +110,7 @@ local function dtype_name(d)
   end
   return nil
 end
+M.dtype_name = dtype_name
 
 ---------------------------------------------------------------------------
 -- the derivation (pure: no driver, no GPU)
@@ -142,10 +151,15 @@ end
 -- (0..3), swizzle_name, interleave, l2_promotion, oob_fill, tile (extent per
 -- gmem mode), boxes (boxes per tile, one CTA's share when multicast),
 -- tx_bytes, num_multicast, split_mode, smem_align (bytes the smem tile needs) }
-function M.tma_args(op_, g, smem_layout, cta_tiler, opts)
-  local F = "cute.nvgpu.cpasync.make_tiled_tma_atom"
+-- (what: the operation errors name; make_im2col_tma_atom derives its box here too)
+function M.tma_args(op_, g, smem_layout, cta_tiler, opts, what)
+  local F = what or "cute.nvgpu.cpasync.make_tiled_tma_atom"
   if not is_op(op_) then
     cf.fail(("%s: %s is not a TMA op (cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp() ...)"):format(F, show(op_)))
+  end
+  if op_.im2col and not what then
+    cf.fail(("%s: %s loads im2col tiles: make its atom with cute.nvgpu.cpasync.make_im2col_tma_atom(op, " ..
+      "activation, smem_layout, {filter = ..., stride =, padding =, dilation =})"):format(F, tostring(op_)))
   end
   opts = opts or {}
   if type(opts) ~= "table" then cf.fail(("%s: options must be a table {num_multicast = n}, got %s"):format(F, type(opts))) end
