@@ -7,6 +7,10 @@
 -- check: Y is an output whose host copy holds 2.0 after a launch of 64 or 512
 -- threads (64: the first config, the reference), 2.2 after 128 and 4.0 after
 -- 256, so the configs of 256 are wrong and those of 128 right within rtol = 0.15 only)
+-- CUTE_TEST_DEVICES ("all" or "0,1"): the sweep's devices (docs/AUTOTUNE.md,
+-- "Several GPUs"; the stub's CUTE_STUB_DEVICES says how many there are);
+-- (spec/support/autotune_stub.lua's CUTE_STUB_DIE=d: the worker of device d
+-- exits, status 3, on its first launch of 512 threads)
 local cute = require("cute")
 local stub = dofile("spec/support/autotune_stub.lua")
 local mode, force = arg[1] or "auto", arg[2] == "force"
@@ -36,9 +40,16 @@ if checking then
 end
 local CHECK = false -- (no check unless checking: then the default comparison)
 if checking then CHECK = nil end
+local devices = os.getenv("CUTE_TEST_DEVICES")
+if devices and devices ~= "all" then
+  local l = {}
+  for d in devices:gmatch("%d+") do l[#l + 1] = tonumber(d) end
+  devices = l
+end
 local r = cute.autotune{
   kernel = k,
   run = function(kk, cfg, A, B) kk:launch{ grid = 4096 / cfg.block, block = cfg.block }(A, B, cfg) end,
+  devices = devices,
   configs = GRID,
   args = { X, Y },
   check = CHECK, outputs = checking and { 2 } or nil, rtol = checking and 0.15 or nil, atol = 0,
@@ -56,6 +67,15 @@ if checking then
   for _, x in ipairs(r.results) do st[#st + 1] = ("%d:%s"):format(x.config.block, x.status) end
   print(("RESULT check=%s fills=%d reason=%s"):format(table.concat(st, ","), fills,
     (r.results[5].reason or "none"):gsub("%s", "_")))
+end
+local per = {}
+for _, x in ipairs(r.results) do
+  per[#per + 1] = ("%d:%s:%s:%s:%s:%s"):format(x.index, x.status, tostring(x.device), tostring(x.ms),
+    x.samples and table.concat(x.samples, "/") or "-", tostring(x.worker_cache))
+end
+print("RESULT3 " .. table.concat(per, " "))
+for _, x in ipairs(r.results) do
+  if x.status == "worker_error" then print("WORKER_ERROR " .. x.index .. " " .. x.reason) end
 end
 print(("RESULT api_best=%s forgot=%s"):format(api and ("block=%d,depth=%d"):format(api.block, api.depth) or "none",
   tostring(forgot)))
