@@ -618,7 +618,8 @@ end
 
 -- the stages, for cute.autotune_devices's workers
 M._stages = { trace_all = trace_all, collect = collect, install = install, uninstall = uninstall, bench_one = bench_one,
-  first_line = first_line, arg_list = arg_list, outputs_of = outputs_of, host_copy = host_copy, default_run = default_run }
+  first_line = first_line, arg_list = arg_list, outputs_of = outputs_of, host_copy = host_copy, default_run = default_run,
+  compare = compare }
 
 -- every sweep of this process as plain data, in call order: a worker (which
 -- runs the script again) returns these for the sweeps before its own
@@ -642,6 +643,13 @@ function M.run(t)
   local res = sweep(t, call)
   M._history[call] = res:data()
   return res
+end
+
+-- the device ordinal (of the parent's numbering) this process benchmarks as
+-- a worker of a sweep over several GPUs, or nil in any other process
+function M.worker()
+  local job = dev.job()
+  return job and job.device or nil
 end
 
 -- the remembered best config for a key (as cute.autotune{key = ...} stored

@@ -89,6 +89,36 @@ local function load_reference(job)
   return ref
 end
 
+-- this process's inputs must be the parent's: the reference (the parent's
+-- reference config, or the reference function) run here must give the
+-- parent's outputs
+local function check_inputs(t, configs, results, job, ref, I)
+  local outs, args
+  if job.ref.index then
+    local r
+    for _, x in ipairs(results) do if x.index == job.ref.index then r = x end end
+    if r.status then fail("worker: the reference config %d: %s", r.index, tostring(r.reason)) end
+    args = r.args
+    outs = I.outputs_of(t, args)
+    if t.outputs then for _, o in ipairs(outs) do o:fill(0) end end
+    local run = t.run or I.default_run
+    run(r.g, r.config, unpack(args, 1, table.maxn(args)))
+  else
+    args = I.arg_list(t, configs[1])
+    t.reference(unpack(args, 1, table.maxn(args)))
+    outs = I.outputs_of(t, args)
+  end
+  rt.synchronize()
+  local got = I.host_copy(outs)
+  local good, why
+  if type(t.check) == "function" then good, why = t.check(got, ref.outputs, configs[job.ref.index or 1])
+  else good, why = I.compare(got, ref.outputs, t.rtol or 1e-2, t.atol or 1e-2) end
+  if not good then
+    fail("worker of device %d: %s gives another output here than in the parent (%s): the script must make the same " ..
+      "inputs in every process (e.g. seeded random data)", job.device, ref.what, tostring(why))
+  end
+end
+
 local RESULT_FIELDS = { "status", "reason", "error", "ms", "min_ms", "max_ms", "samples", "outliers", "outlier_ms", "tflops" }
 
 -- run this worker's share of the sweep (I: autotune.lua's stages); never returns
@@ -102,6 +132,15 @@ function M.work(t, configs, job, I)
   for i, idx in ipairs(job.share) do
     share[i] = configs[idx]
     results[i] = { index = idx, config = configs[idx] }
+  end
+  -- (the parent's reference config, to check this process's inputs, when it is not in the share)
+  local ref_index = job.ref and job.ref.index
+  if ref_index and not configs[ref_index] then fail("worker: the reference config %s is not in the sweep", ref_index) end
+  local in_share = false
+  for _, idx in ipairs(job.share) do in_share = in_share or idx == ref_index end
+  if ref_index and not in_share then
+    share[#share + 1] = configs[ref_index]
+    results[#results + 1] = { index = ref_index, config = configs[ref_index], extra = true }
   end
   local pool = C.cute_compile_pool_new(t.workers or C.cute_compile_pool_cpus(), cf.err)
   if pool == nil then fail("%s", ffi.string(cf.err[0].msg)) end
@@ -120,18 +159,21 @@ function M.work(t, configs, job, I)
   out.device_name = okd and d.name or nil
   local by_kernel = I.install(results)
   local ref = load_reference(job)
+  if ref.outputs then check_inputs(t, configs, results, job, ref, I) end
   for _, r in ipairs(results) do
-    local cache = {}
-    for _, rec in ipairs(r.recs or {}) do cache[#cache + 1] = rec.cache or "failed" end
-    if not r.status then
-      r.status = "compiled"
-      local okc, ec = pcall(I.bench_one, t, r, ref, quiet)
-      if not okc then r.status, r.reason, r.error, r.ms = "launch_error", I.first_line(ec), tostring(ec), nil end
+    if not r.extra then
+      local cache = {}
+      for _, rec in ipairs(r.recs or {}) do cache[#cache + 1] = rec.cache or "failed" end
+      if not r.status then
+        r.status = "compiled"
+        local okc, ec = pcall(I.bench_one, t, r, ref, quiet)
+        if not okc then r.status, r.reason, r.error, r.ms = "launch_error", I.first_line(ec), tostring(ec), nil end
+      end
+      local x = { index = r.index, cache = table.concat(cache, ",") }
+      for _, f in ipairs(RESULT_FIELDS) do x[f] = r[f] end
+      out.results[#out.results + 1] = x
+      write_atomic(job.out, rep.json_encode(out)) -- (after each config: a worker that dies keeps what it did)
     end
-    local x = { index = r.index, cache = table.concat(cache, ",") }
-    for _, f in ipairs(RESULT_FIELDS) do x[f] = r[f] end
-    out.results[#out.results + 1] = x
-    write_atomic(job.out, rep.json_encode(out)) -- (after each config: a worker that dies keeps what it did)
   end
   I.uninstall(by_kernel)
   io.stdout:flush()
@@ -206,7 +248,7 @@ end
 -- function's, else the first compiled config whose check run launches
 local function reference(t, res, configs, dir, I)
   if t.check == false then return nil end
-  local outs, what
+  local outs, what, index
   if t.reference then
     local ra = I.arg_list(t, configs[1])
     local ok, e = pcall(t.reference, unpack(ra, 1, table.maxn(ra)))
@@ -223,7 +265,7 @@ local function reference(t, res, configs, dir, I)
         local run = t.run or I.default_run
         local ok = pcall(function() run(r.g, r.config, unpack(r.args, 1, table.maxn(r.args))); rt.synchronize() end)
         if ok then
-          outs, what = I.host_copy(o), "the first config's (" .. rep.config_text(r.config) .. ")"
+          outs, what, index = I.host_copy(o), "the first config's (" .. rep.config_text(r.config) .. ")", r.index
           break
         end
       end
@@ -237,7 +279,7 @@ local function reference(t, res, configs, dir, I)
     write_atomic(file, ffi.string(h.data, h.n * h.dtype.size))
     list[i] = { file = file, n = h.n, dtype = h.dtype.name }
   end
-  return { what = what, outputs = list }
+  return { what = what, outputs = list, index = index }
 end
 
 -- the last line of a worker's log that is not part of a Lua traceback
@@ -283,17 +325,52 @@ function M.bench(t, res, configs, devices, prog, call, earlier, I)
         :format(q(visible(d)), q(("%s/job%d.json"):format(dir, w)), cmd, q(j.log), q(j.rc))
     end
   end
-  prog:update("bench", 0, n, ("on %d devices"):format(#devices))
-  if #sh > 0 then os.execute(table.concat(sh, " ") .. " wait") end
+  -- start the workers in the background; until they are all done, redraw
+  -- the progress line from the results they have written
+  local done_file = dir .. "/done"
+  local phase = ("bench on %d GPUs"):format(#devices)
+  prog:update(phase, 0, n)
+  if #sh > 0 then
+    os.execute("(" .. table.concat(sh, " ") .. " wait; : >" .. q(done_file) .. ") >/dev/null 2>&1 &")
+  else
+    write_atomic(done_file, "")
+  end
+  pcall(ffi.cdef, "int usleep(unsigned int usec);")
+  local outs = {}
+  local function poll()
+    local count, best = 0, nil
+    for w in pairs(jobs) do
+      local out = rep.json_decode(read_file(jobs[w].out) or "")
+      if type(out) == "table" and type(out.results) == "table" then
+        outs[w] = out
+        for _, x in ipairs(out.results) do
+          count = count + 1
+          if x.status == "ok" and (not best or x.ms < best.ms) then best = x end
+        end
+      end
+    end
+    return count, best and ("%.4f ms (%s)"):format(best.ms, rep.config_text(configs[best.index], res.param_names))
+  end
+  local function finished()
+    local f = io.open(done_file, "rb")
+    if f then f:close() end
+    return f ~= nil
+  end
+  while not finished() do
+    ffi.C.usleep(100000)
+    local count, best = poll()
+    prog:update(phase, count, n, best)
+  end
+  local _, best = poll()
   -- merge in config order
   local failed = false
   res.devices = {}
   for w, d in ipairs(devices) do
     local j = jobs[w]
     if j then
-      local out = rep.json_decode(read_file(j.out) or "")
+      local out = outs[w]
       local got = {}
-      if type(out) == "table" and type(out.results) == "table" then
+      if out then
         for _, x in ipairs(out.results) do got[x.index] = x end
         res.devices[#res.devices + 1] = { ordinal = d, name = out.device_name }
       end
@@ -313,7 +390,7 @@ function M.bench(t, res, configs, devices, prog, call, earlier, I)
       end
     end
   end
-  prog:update("bench", n, n, nil, true)
+  prog:update(phase, n, n, best, true)
   if not failed then os.execute("rm -rf " .. q(dir)) end
 end
 
