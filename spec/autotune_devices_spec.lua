@@ -149,12 +149,17 @@ describe("cute.autotune over several stand-in GPUs (child processes)", function(
     local stub = dofile("spec/support/autotune_stub.lua")
     stub.install()
     local k = cute.kernel(function(A) A[cute.arch.thread_idx()] = 1 end, { name = "autotune_devices_arg" })
-    local ok, e = pcall(cute.autotune, { kernel = k, configs = { { block = 32 } }, args = {},
-      run = function() end, devices = "some", progress = false })
+    local function err(devices)
+      local ok, e = pcall(cute.autotune, { kernel = k, configs = { { block = 32 } }, args = {},
+        run = function() end, devices = devices, progress = false })
+      assert.is_false(ok)
+      return tostring(e)
+    end
+    local e1, e2, e3 = err("some"), err({}), err({ 0.5 })
     stub.remove()
-    assert.is_false(ok)
-    assert.is_true(has(tostring(e), "cute.autotune: devices must be \"all\" or a non-empty list of device ordinals, got some"),
-      tostring(e))
+    assert.is_true(has(e1, "cute.autotune: devices must be \"all\" or a non-empty list of device ordinals, got some"), e1)
+    assert.is_true(has(e2, "cute.autotune: devices must be \"all\" or a non-empty list of device ordinals, got an empty list"), e2)
+    assert.is_true(has(e3, "cute.autotune: devices[1] must be a device ordinal (an integer >= 0), got 0.5"), e3)
   end)
 end)
 

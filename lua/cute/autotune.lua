@@ -124,6 +124,9 @@ local function check_opts(t)
   if t.check ~= nil and type(t.check) ~= "boolean" and type(t.check) ~= "function" then
     fail("check must be true, false or a function(outputs, reference_outputs, config) -> ok, why; got %s", type(t.check))
   end
+  if t.devices ~= nil and t.devices ~= "all" and type(t.devices) ~= "table" then
+    fail("devices must be \"all\" or a non-empty list of device ordinals, got %s", tostring(t.devices))
+  end
   if t.outputs ~= nil and type(t.outputs) ~= "table" then fail("outputs must be a list of argument indices, got %s", type(t.outputs)) end
   if t.flops ~= nil and type(t.flops) ~= "number" and type(t.flops) ~= "function" then
     fail("flops must be a number or a function(config, args...) -> number, got %s", type(t.flops))
@@ -628,7 +631,8 @@ function M.run(t)
   local call = #M._history + 1
   local job = dev.job()
   if job and call < job.call then
-    local d = job.earlier[call]
+    local d = type(job.earlier) == "table" and job.earlier[call]
+    if type(d) ~= "table" then fail("worker: the parent sent no result for this process's sweep %d", call) end
     M._history[call] = d
     local res = setmetatable({}, Result)
     for k, v in pairs(d) do res[k] = v end

@@ -202,7 +202,8 @@ function M.devices(spec)
       list[#list + 1] = d
     end
   else
-    fail("devices must be \"all\" or a non-empty list of device ordinals, got %s", tostring(spec))
+    fail("devices must be \"all\" or a non-empty list of device ordinals, got %s",
+      type(spec) == "table" and "an empty list" or tostring(spec))
   end
   if #list == 0 then fail("devices = \"all\": no device is visible") end
   local names = {}
@@ -331,7 +332,8 @@ function M.bench(t, res, configs, devices, prog, call, earlier, I)
   local phase = ("bench on %d GPUs"):format(#devices)
   prog:update(phase, 0, n)
   if #sh > 0 then
-    os.execute("(" .. table.concat(sh, " ") .. " wait; : >" .. q(done_file) .. ") >/dev/null 2>&1 &")
+    local rc = os.execute("(" .. table.concat(sh, " ") .. " wait; : >" .. q(done_file) .. ") >/dev/null 2>&1 &")
+    if rc ~= 0 and rc ~= true then fail("devices: could not start the workers (the shell returned %s)", tostring(rc)) end
   else
     write_atomic(done_file, "")
   end
