@@ -138,6 +138,12 @@ describe("cute.autotune over several stand-in GPUs (child processes)", function(
     assert.is_true(has(out, "cute.autotune: devices[2]: there is no device 2 (this host has 2)"), out)
     out = child(dir, { CUTE_STUB_DEVICES = 2, CUTE_TEST_DEVICES = "1,1" }, "off force")
     assert.is_true(has(out, "cute.autotune: devices[2] repeats device 1"), out)
+    -- a sweep that is not in a script file (the prompt, -e) has nothing for the workers to run
+    local p = io.popen(("CUTE_CACHE_DIR=%s CUTE_STUB_DEVICES=2 CUTE_TEST_DEVICES=all %s -e " ..
+      "'dofile(\"spec/data/autotune_child.lua\")' 2>&1"):format(dir, exe))
+    out = p:read("*a")
+    p:close()
+    assert.is_true(has(out, "cute.autotune: devices: the sweep must run from a script file (cuteluajit script.lua ...)"), out)
     -- (no launch anywhere: the devices are checked before anything runs)
     local fh = io.open(dir .. "/launches")
     assert.is_nil(fh)

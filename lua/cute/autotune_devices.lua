@@ -184,6 +184,26 @@ end
 ---------------------------------------------------------------------------
 -- the parent's side
 ---------------------------------------------------------------------------
+-- the path of this process's executable and the script's command line
+local function command_line()
+  pcall(ffi.cdef, "int getpid(void);")
+  local p = io.popen("readlink -f /proc/" .. ffi.C.getpid() .. "/exe")
+  local exe = p and p:read("*l")
+  if p then p:close() end
+  -- (cuteluajit's arg: the script at 0, the program and its options below
+  -- it; at the prompt or with -e only, the program is at 0 and nothing below)
+  local a = rawget(_G, "arg")
+  local script = type(a) == "table" and a[0]
+  if not exe or type(script) ~= "string" or script == "" or script == "-" or a[-1] == nil then
+    fail("devices: the sweep must run from a script file (cuteluajit script.lua ...): each worker runs the script again")
+  end
+  local lo = -1
+  while a[lo - 1] ~= nil do lo = lo - 1 end
+  local parts = { q(exe) }
+  for i = lo + 1, #a do parts[#parts + 1] = q(a[i]) end -- (the options, the script, its arguments)
+  return table.concat(parts, " ")
+end
+
 -- the device ordinals of `devices` ("all" or a list), all of one model
 function M.devices(spec)
   local n = rt.device_count()
@@ -206,6 +226,7 @@ function M.devices(spec)
       type(spec) == "table" and "an empty list" or tostring(spec))
   end
   if #list == 0 then fail("devices = \"all\": no device is visible") end
+  command_line() -- (a script to re-run: checked before anything runs)
   local names = {}
   for i, d in ipairs(list) do names[i] = rt.device(d).name end
   for i = 2, #names do
@@ -217,21 +238,6 @@ function M.devices(spec)
     end
   end
   return list, names[1]
-end
-
--- the path of this process's executable and the script's command line
-local function command_line()
-  pcall(ffi.cdef, "int getpid(void);")
-  local p = io.popen("readlink -f /proc/" .. ffi.C.getpid() .. "/exe")
-  local exe = p and p:read("*l")
-  if p then p:close() end
-  local script = rawget(_G, "arg") and arg[0]
-  if not exe or not script or script == "" then
-    fail("devices: the sweep must run from a script (cuteluajit script.lua ...): each worker runs the script again")
-  end
-  local parts = { q(exe), q(script) }
-  for i = 1, #arg do parts[#parts + 1] = q(arg[i]) end
-  return table.concat(parts, " ")
 end
 
 -- the physical device of ordinal d, as CUDA_VISIBLE_DEVICES names it
