@@ -61,6 +61,11 @@ describe("cute.autotune over several stand-in GPUs (child processes)", function(
       assert.equal(f1.best, fn.best)
       assert.equal(f1.best_ms, fn.best_ms)
       assert.equal(f1.ok, fn.ok)
+      -- the table and CSV have a device column with several devices only
+      assert.equal("block,depth,status,trace_ms,compile_ms,ms,min_ms,max_ms,outliers,tflops,regs,smem,spills,reason",
+        out1:match("RESULT4 csv_head=([^\n]*)"))
+      assert.equal("block,depth,status,device,trace_ms,compile_ms,ms,min_ms,max_ms,outliers,tflops,regs,smem,spills,reason",
+        outn:match("RESULT4 csv_head=([^\n]*)"))
       for i = 1, 8 do
         local a, b = one[i], many[i]
         assert.is_truthy(a and b, outn)

@@ -493,6 +493,16 @@ local function key_text(t, configs, args, arch)
   return ("%s|%s|%s|%s"):format(k, dev, tostring(arch), require("cute.cache").sha256(table.concat(space, "\n")))
 end
 
+-- the best result as the sweep's, and in the note of its key
+local function keep_best(res, best, ktext)
+  if best then res.best, res.best_index, res.best_ms = best.config, best.index, best.ms end
+  if best and ktext then
+    local okw, why = rep.store_best({ key = ktext, best_index = best.index, best_key = sp.value_key(best.config),
+      best = best.config, best_ms = best.ms, time = os.time() })
+    if not okw then res.store_error = why end
+  end
+end
+
 local function sweep(t, call)
   check_opts(t)
   local t_start = now_ms()
@@ -569,12 +579,7 @@ local function sweep(t, call)
       if r.status == "ok" and (not best or r.ms < best.ms) then best = r end
     end
     res.bench_ms = now_ms() - tb
-    if best then res.best, res.best_index, res.best_ms = best.config, best.index, best.ms end
-    if best and ktext then
-      local okw, why = rep.store_best({ key = ktext, best_index = best.index, best_key = sp.value_key(best.config),
-        best = best.config, best_ms = best.ms, time = os.time() })
-      if not okw then res.store_error = why end
-    end
+    keep_best(res, best, ktext)
   elseif not compile_only then
     local tb = now_ms()
     local by_kernel = install(res.results)
@@ -604,12 +609,7 @@ local function sweep(t, call)
     uninstall(by_kernel)
     if not okb then cf.rethrow(eb) end
     res.bench_ms = now_ms() - tb
-    if best then res.best, res.best_index, res.best_ms = best.config, best.index, best.ms end
-    if best and ktext then
-      local okw, why = rep.store_best({ key = ktext, best_index = best.index, best_key = sp.value_key(best.config),
-        best = best.config, best_ms = best.ms, time = os.time() })
-      if not okw then res.store_error = why end
-    end
+    keep_best(res, best, ktext)
   end
   -- drop what holds GPU or compiler objects: the result is plain data
   for _, r in ipairs(res.results) do r.recs, r.g, r.args = nil, nil, nil end
@@ -636,11 +636,9 @@ function M.run(t)
     M._history[call] = d
     local res = setmetatable({}, Result)
     for k, v in pairs(d) do res[k] = v end
-    res.param_names = rep.param_names(d.results and #d.results > 0 and (function()
-      local cs = {}
-      for i, x in ipairs(d.results) do cs[i] = x.config end
-      return cs
-    end)() or {})
+    local cs = {}
+    for i, x in ipairs(d.results or {}) do cs[i] = x.config end
+    res.param_names = rep.param_names(cs)
     return res
   end
   M._history[call] = false -- (this call's place, while it runs)

@@ -86,6 +86,7 @@ for _, x in ipairs(r.results) do
     x.samples and table.concat(x.samples, "/") or "-", tostring(x.worker_cache))
 end
 print("RESULT3 " .. table.concat(per, " "))
+print("RESULT4 csv_head=" .. require("cute.autotune_report").csv_text(r):match("^[^\n]*"))
 for _, x in ipairs(r.results) do
   if x.status == "worker_error" then print("WORKER_ERROR " .. x.index .. " " .. x.reason) end
 end
