@@ -46,6 +46,13 @@ local function child(dir, env, args)
   return out, per, f, log
 end
 
+-- remove the directory of a failed run's worker logs (kept for the user; named in the reason)
+local function drop_logs(out)
+  local d = out:match("%(log (/[^)]-)/log%d+%.txt%)")
+  if d then os.execute("rm -rf '" .. d .. "'") end
+  return d
+end
+
 -- block size of config i of the child's grid {block = {64, 128, 256, 512}, depth = {2, 3}}
 local function block_of(i) return ({ 64, 128, 256, 512 })[math.floor((i - 1) / 2) + 1] end
 
@@ -104,6 +111,7 @@ describe("cute.autotune over several stand-in GPUs (child processes)", function(
     assert.is_true(has(reason, "the worker of device 1 ended with exit status 1") and
       has(reason, "cute.autotune: worker of device 1: the first config's (block=64 depth=2) gives another output here " ..
         "than in the parent (output 1 element 0: 3, the reference has 2"), out)
+    assert.is_truthy(drop_logs(out), out)
     os.execute("rm -rf " .. dir)
   end)
 
@@ -118,6 +126,7 @@ describe("cute.autotune over several stand-in GPUs (child processes)", function(
       and has(reason, "): stub: the worker of device 1 dies"), out)
     assert.equal("block=128,depth=2", f.best)
     assert.equal("7", f.ok)
+    assert.is_truthy(drop_logs(out), out)
     os.execute("rm -rf " .. dir)
   end)
 
