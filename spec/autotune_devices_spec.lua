@@ -108,7 +108,9 @@ describe("cute.autotune over several stand-in GPUs (child processes)", function(
     local out, per = child(dir, { CUTE_STUB_DEVICES = 2, CUTE_TEST_DEVICES = "all", CUTE_TEST_SKEW = 1 }, "off check")
     for i = 1, 8 do assert.equal("worker_error", per[i].status, out) end
     local reason = out:match("WORKER_ERROR 2 ([^\n]*)")
-    assert.is_true(has(reason, "the worker of device 1 ended with exit status 1") and
+    -- (the status is the script's error, 1; not asserted: under LeakSanitizer an exit may report another)
+    assert.is_truthy(reason:find("the worker of device 1 ended with exit status %d+ without this config's result"), out)
+    assert.is_true(
       has(reason, "cute.autotune: worker of device 1: the first config's (block=64 depth=2) gives another output here " ..
         "than in the parent (output 1 element 0: 3, the reference has 2"), out)
     assert.is_truthy(drop_logs(out), out)
@@ -122,8 +124,9 @@ describe("cute.autotune over several stand-in GPUs (child processes)", function(
     assert.equal("worker_error", per[8].status, out)
     assert.equal("1", per[8].device)
     local reason = out:match("WORKER_ERROR 8 ([^\n]*)")
-    assert.is_true(has(reason, "the worker of device 1 ended with exit status 3 without this config's result (log ")
-      and has(reason, "): stub: the worker of device 1 dies"), out)
+    assert.is_truthy(reason:find("^the worker of device 1 ended with exit status %d+ without this config's result %(log "),
+      out) -- (3 from the stub; not asserted: under LeakSanitizer an exit may report another)
+    assert.is_true(has(reason, "): stub: the worker of device 1 dies"), out)
     assert.equal("block=128,depth=2", f.best)
     assert.equal("7", f.ok)
     assert.is_truthy(drop_logs(out), out)
