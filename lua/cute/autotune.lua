@@ -30,6 +30,7 @@ local K = require("cute.kernel")
 local launch = require("cute.launch")
 local rt = require("cute.runtime")
 local rep = require("cute.autotune_report")
+local dev = require("cute.autotune_devices")
 
 local M = {}
 local WHAT = "cute.autotune"
@@ -37,7 +38,7 @@ local function fail(fmt, ...) cf.fail(WHAT .. ": " .. fmt:format(...)) end
 
 local KNOWN = { kernel = true, configs = true, args = true, run = true, warmup_ms = true, reps = true, key = true,
   check = true, reference = true, outputs = true, rtol = true, atol = true, workers = true, progress = true,
-  csv = true, json = true, compile_only = true, force = true, flops = true, use_ptxas = true }
+  csv = true, json = true, compile_only = true, force = true, flops = true, use_ptxas = true, devices = true }
 
 ---------------------------------------------------------------------------
 -- configurations
@@ -122,6 +123,9 @@ local function check_opts(t)
   end
   if t.check ~= nil and type(t.check) ~= "boolean" and type(t.check) ~= "function" then
     fail("check must be true, false or a function(outputs, reference_outputs, config) -> ok, why; got %s", type(t.check))
+  end
+  if t.devices ~= nil and t.devices ~= "all" and type(t.devices) ~= "table" then
+    fail("devices must be \"all\" or a non-empty list of device ordinals, got %s", tostring(t.devices))
   end
   if t.outputs ~= nil and type(t.outputs) ~= "table" then fail("outputs must be a list of argument indices, got %s", type(t.outputs)) end
   if t.flops ~= nil and type(t.flops) ~= "number" and type(t.flops) ~= "function" then
@@ -463,11 +467,11 @@ function Result:data()
     rs[i] = { index = r.index, config = r.config, status = r.status, reason = r.reason, trace_ms = r.trace_ms,
       compile_ms = r.compile_ms, ms = r.ms, min_ms = r.min_ms, max_ms = r.max_ms, outliers = r.outliers,
       outlier_ms = r.outlier_ms, tflops = r.tflops, regs = r.regs, smem = r.smem, spills = r.spills, cache = r.cache,
-      kernels = r.kernels }
+      kernels = r.kernels, device = r.device, worker_cache = r.worker_cache, samples = r.samples }
   end
   return { key = self.key, best = self.best, best_ms = self.best_ms, best_index = self.best_index, workers = self.workers,
     trace_ms = self.trace_ms, compile_wall_ms = self.compile_wall_ms, bench_ms = self.bench_ms, total_ms = self.total_ms,
-    from_store = self.from_store, results = rs }
+    from_store = self.from_store, devices = self.devices, results = rs }
 end
 Result.__tostring = function(self) return rep.table_text(self) end
 
@@ -489,10 +493,22 @@ local function key_text(t, configs, args, arch)
   return ("%s|%s|%s|%s"):format(k, dev, tostring(arch), require("cute.cache").sha256(table.concat(space, "\n")))
 end
 
-function M.run(t)
+-- the best result as the sweep's, and in the note of its key
+local function keep_best(res, best, ktext)
+  if best then res.best, res.best_index, res.best_ms = best.config, best.index, best.ms end
+  if best and ktext then
+    local okw, why = rep.store_best({ key = ktext, best_index = best.index, best_key = sp.value_key(best.config),
+      best = best.config, best_ms = best.ms, time = os.time() })
+    if not okw then res.store_error = why end
+  end
+end
+
+local function sweep(t, call)
   check_opts(t)
   local t_start = now_ms()
   local configs = config_list(t)
+  local job = dev.job()
+  if job and call == job.call then dev.work(t, configs, job, M._stages) end -- (a worker: exits)
   local names = rep.param_names(configs)
   local gpu = false
   do
@@ -500,6 +516,7 @@ function M.run(t)
     gpu = ok and avail or false
   end
   local compile_only = t.compile_only or not gpu
+  local devices = t.devices ~= nil and not compile_only and dev.devices(t.devices) or nil
   local arch = require("cute.compile").device_arch() or require("cute.compile").default_arch()
   local res = setmetatable({ param_names = names, results = {}, workers = t.workers or C.cute_compile_pool_cpus() },
     Result)
@@ -554,7 +571,16 @@ function M.run(t)
     end
   end
 
-  if not compile_only then
+  if devices then
+    local tb = now_ms()
+    dev.bench(t, res, configs, devices, prog, call, M._history, M._stages)
+    local best
+    for _, r in ipairs(res.results) do
+      if r.status == "ok" and (not best or r.ms < best.ms) then best = r end
+    end
+    res.bench_ms = now_ms() - tb
+    keep_best(res, best, ktext)
+  elseif not compile_only then
     local tb = now_ms()
     local by_kernel = install(res.results)
     local ref = { outputs = nil }
@@ -583,12 +609,7 @@ function M.run(t)
     uninstall(by_kernel)
     if not okb then cf.rethrow(eb) end
     res.bench_ms = now_ms() - tb
-    if best then res.best, res.best_index, res.best_ms = best.config, best.index, best.ms end
-    if best and ktext then
-      local okw, why = rep.store_best({ key = ktext, best_index = best.index, best_key = sp.value_key(best.config),
-        best = best.config, best_ms = best.ms, time = os.time() })
-      if not okw then res.store_error = why end
-    end
+    keep_best(res, best, ktext)
   end
   -- drop what holds GPU or compiler objects: the result is plain data
   for _, r in ipairs(res.results) do r.recs, r.g, r.args = nil, nil, nil end
@@ -596,6 +617,41 @@ function M.run(t)
   if t.csv then res:csv(t.csv) end
   if t.json then res:json(t.json) end
   return res
+end
+
+-- the stages, for cute.autotune_devices's workers
+M._stages = { trace_all = trace_all, collect = collect, install = install, uninstall = uninstall, bench_one = bench_one,
+  first_line = first_line, arg_list = arg_list, outputs_of = outputs_of, host_copy = host_copy, default_run = default_run,
+  compare = compare }
+
+-- every sweep of this process as plain data, in call order: a worker (which
+-- runs the script again) returns these for the sweeps before its own
+M._history = {}
+function M.run(t)
+  local call = #M._history + 1
+  local job = dev.job()
+  if job and call < job.call then
+    local d = type(job.earlier) == "table" and job.earlier[call]
+    if type(d) ~= "table" then fail("worker: the parent sent no result for this process's sweep %d", call) end
+    M._history[call] = d
+    local res = setmetatable({}, Result)
+    for k, v in pairs(d) do res[k] = v end
+    local cs = {}
+    for i, x in ipairs(d.results or {}) do cs[i] = x.config end
+    res.param_names = rep.param_names(cs)
+    return res
+  end
+  M._history[call] = false -- (this call's place, while it runs)
+  local res = sweep(t, call)
+  M._history[call] = res:data()
+  return res
+end
+
+-- the device ordinal (of the parent's numbering) this process benchmarks as
+-- a worker of a sweep over several GPUs, or nil in any other process
+function M.worker()
+  local job = dev.job()
+  return job and job.device or nil
 end
 
 -- the remembered best config for a key (as cute.autotune{key = ...} stored

@@ -95,11 +95,19 @@ end
 local COLS = { "status", "trace_ms", "compile_ms", "ms", "min_ms", "max_ms", "outliers", "tflops", "regs", "smem",
   "spills", "reason" }
 
+-- the columns: with a "device" column when the sweep ran on several GPUs
+local function columns(res)
+  if not res.devices then return COLS end
+  local c = { COLS[1], "device" }
+  for i = 2, #COLS do c[#c + 1] = COLS[i] end
+  return c
+end
+
 local function cell(r, k)
   local v = r[k]
   if v == nil then return "" end
   if type(v) == "number" then
-    if k == "regs" or k == "smem" or k == "spills" or k == "outliers" then return ("%d"):format(v) end
+    if k == "regs" or k == "smem" or k == "spills" or k == "outliers" or k == "device" then return ("%d"):format(v) end
     return ("%.3f"):format(v)
   end
   return tostring(v)
@@ -108,6 +116,7 @@ end
 -- the results as an aligned text table, best first among the ok ones
 function M.table_text(res)
   local names = res.param_names
+  local COLS = columns(res)
   local head = {}
   for _, n in ipairs(names) do head[#head + 1] = tostring(n) end
   for _, c in ipairs(COLS) do head[#head + 1] = c end
@@ -145,6 +154,7 @@ local function csv_field(t)
 end
 
 function M.csv_text(res)
+  local COLS = columns(res)
   local head = {}
   for _, n in ipairs(res.param_names) do head[#head + 1] = csv_field(tostring(n)) end
   for _, c in ipairs(COLS) do head[#head + 1] = c end
