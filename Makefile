@@ -1,6 +1,7 @@
 # cuteluajit -- GPU kernels written in Lua.
 #
-#   make          build/libcute.so and build/cuteluajit (installs missing Debian packages first)
+#   make          build/libcute.so, build/cuteluajit and build/bin/cuteluajit (installs missing
+#                 Debian packages first)
 #   make demo     the tour (examples/tour.lua)
 #   make test     every test: busted specs, C API test, embed example, ASan/UBSan run, fuzz
 #   make bundle   dist/: relocatable cuteluajit + Lua modules + examples + GPU specs
@@ -55,7 +56,7 @@ LUA_SRCS  := $(shell find lua -name '*.lua' ! -name cdef.lua 2>/dev/null | sort)
 
 .PHONY: all deps check-deps test test-asan test-tsan demo bundle bench fuzz clean install uninstall
 
-all: check-deps $(B)/libcute.so $(B)/cuteluajit lua/cute/cdef.lua
+all: check-deps $(B)/libcute.so $(B)/cuteluajit $(B)/bin/cuteluajit lua/cute/cdef.lua
 
 deps:
 	sh tools/deps.sh --install
@@ -103,6 +104,17 @@ $(B)/cuteluajit: $(B)/obj/main.o $(B)/obj/lineedit.o $(CORE_OBJS)
 	@echo "  LINK    $@"
 	$(Q)$(CXX) -o $@ $^ -Wl,-E $(LUAJIT_A) $(LINK_LLVM)
 
+# The same program over libcute.so, for make install and make bundle (LLVM
+# shipped once): the library is found at $ORIGIN/../lib (DT_RPATH, so that
+# LD_LIBRARY_PATH cannot pair it with another build's libcute.so.0); LuaJIT is
+# linked statically and exported (-E) for libcute.so and busted's C modules:
+# one LuaJIT in the process.  build/lib/ holds the link that lets it run here.
+$(B)/bin/cuteluajit: $(B)/obj/main.o $(B)/obj/lineedit.o $(B)/libcute.so
+	@echo "  LINK    $@"
+	$(Q)mkdir -p $(B)/bin $(B)/lib && ln -sf ../libcute.so $(B)/lib/libcute.so.$(SOMAJOR)
+	$(Q)$(CC) -o $@ $(B)/obj/main.o $(B)/obj/lineedit.o -Wl,-E $(LUAJIT_A) -static-libgcc \
+	    -L$(B) -lcute -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib' -lm -ldl -pthread
+
 # ---- ASan + UBSan build ---------------------------------------------------------
 $(A)/obj/%.o: src/%.c $(HEADERS) | $(A)/obj check-deps
 	@echo "  CC/SAN  $<"
@@ -146,7 +158,12 @@ $(B)/test_host_c: tests/host_c.c $(B)/libcute.so
 	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) -Iinclude -I$(LUAJIT_INC) -o $@ $< -L$(B) -lcute \
 	    -Wl,-rpath,'$$ORIGIN' -lluajit-5.1 -lpthread
 
-C_TESTS := $(B)/test_oracle_c $(B)/test_layout_errors_c $(B)/test_cuda_c $(B)/test_ir_c $(B)/test_host_c
+$(B)/test_compile_pool_c: tests/compile_pool_c.c $(B)/libcute.so
+	@echo "  CC      $@"
+	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) -Iinclude -o $@ $< -L$(B) -lcute -Wl,-rpath,'$$ORIGIN' -lluajit-5.1
+
+
+C_TESTS := $(B)/test_oracle_c $(B)/test_layout_errors_c $(B)/test_cuda_c $(B)/test_ir_c $(B)/test_host_c $(B)/test_compile_pool_c
 
 $(B)/embed: examples/embed/embed.c $(B)/libcute.so
 	@echo "  CC      $@"

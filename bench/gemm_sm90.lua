@@ -3,7 +3,7 @@
 --   python3 bench/tc_baselines.py 4096 8192 > tc_baselines.json
 --   cuteluajit bench/gemm_sm90.lua tc_baselines.json [sizes...]
 -- Rows: examples/gemm_sm90.lua (bf16, C = A B^T, both K-major) per tile configuration
--- vs cuBLAS (torch.matmul) and Triton's autotuned matmul; examples/gemm_fp8_sm90.lua
+-- and consumer schedule (cooperative; "pp": ping-pong) vs cuBLAS (torch.matmul) and Triton's autotuned matmul; examples/gemm_fp8_sm90.lua
 -- (e4m3 in, bf16 out) vs torch._scaled_mm; then each kernel's cold compile time
 -- (trace -> PTX -> cubin, the disk cache off) against Triton's autotuned first call.
 -- Timing: bench/timing.lua (warm >= 200 ms, L2 flushed before every sample, medians).
@@ -54,14 +54,19 @@ end
 
 local function cfg_name(g)
   local c = g.cfg
-  return ("%dx%dx%d s%d c%d%s"):format(c.bm, c.bn, c.bk, c.stages, c.cluster_m, c.peel and " peel" or "")
+  return ("%dx%dx%d s%d c%d%s%s"):format(c.bm, c.bn, c.bk, c.stages, c.cluster_m,
+    c.schedule == "pingpong" and " pp" or "", c.peel and " peel" or "")
 end
 
 -- bf16
 local sm90 = lib("gemm_sm90")
--- peel: k-tile 0 as a copy before the loop (compiles slower; docs/HOPPER.md "Compile time"):
--- its row says whether the default's single loop costs speed
-local CONFIGS = { { bn = 256 }, { bn = 128 }, { bn = 256, cluster_m = 1 }, { bn = 256, peel = true } }
+-- cooperative (both consumer warpgroups on one 128 x BN tile), then ping-pong (one
+-- warpgroup per tile, "pp": BM x BN is one warpgroup's tile); "peel": k-tile 0 as a copy
+-- before the k-loop (compiles slower, docs/HOPPER.md "Compile time"): its row says whether
+-- the default's single loop costs speed
+local CONFIGS = { { bn = 256 }, { bn = 128 }, { bn = 256, cluster_m = 1 }, { bn = 256, peel = true },
+  { schedule = "pingpong", bm = 64, bn = 256 }, { schedule = "pingpong", bm = 128, bn = 128 },
+  { schedule = "pingpong", bm = 64, bn = 256, cluster_m = 1 } }
 for _, n in ipairs(sizes) do
   local A = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
   local B = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
@@ -83,7 +88,8 @@ for _, n in ipairs(sizes) do
   local A = cute.from_host(ex.rand_floats(n * n), cute.float8_e4m3fn, { n, n })
   local B = cute.from_host(ex.rand_floats(n * n), cute.float8_e4m3fn, { n, n })
   local Cm = cute.zeros({ n, n }, cute.bfloat16)
-  for _, cfg in ipairs({ { bn = 256 }, { bn = 128 }, { bn = 256, cluster_m = 1 }, { bn = 256, peel = true } }) do
+  for _, cfg in ipairs({ { bn = 256 }, { bn = 128 }, { bn = 256, cluster_m = 1 }, { bn = 256, peel = true },
+    { schedule = "pingpong", bm = 64, bn = 256 }, { schedule = "pingpong", bm = 128, bn = 128 } }) do
     local g = fp8.make_gemm(cfg)
     local t = tflops("fp8", n, function() g.launch(A, B, Cm, 1, 1) end)
     local label = ("fp8 %d^3 sm90 %s"):format(n, cfg_name(g))
@@ -106,7 +112,8 @@ local function compile_ms(g)
   return ms, r
 end
 for _, spec in ipairs({ { "bf16 sm90 128x256", sm90, { bn = 256 } }, { "bf16 sm90 128x256 peel", sm90, { bn = 256, peel = true } },
-  { "fp8 sm90 128x256", fp8, { bn = 256 } } }) do
+  { "fp8 sm90 128x256", fp8, { bn = 256 } },
+  { "bf16 sm90 pingpong 64x256", sm90, { schedule = "pingpong", bm = 64, bn = 256 } } }) do
   local g = spec[2].make_gemm(spec[3])
   local ms, r = compile_ms(g)
   print(("cold compile %-24s %8.1f ms  (%d registers, %d spill bytes)   target <= 200 ms; Triton autotuned first call %s ms")

@@ -10,7 +10,7 @@
 -- "fast accumulation", torch._scaled_mm(use_fast_accum=True)); on an H100 the error is
 -- up to about 2^-13 of alpha * sum |a b| (spec/gemm_sm90_spec.lua checks every element
 -- against that bound).  Partial sums are not promoted to f32 registers.
---   cuteluajit examples/gemm_fp8_sm90.lua [M] [N] [K]
+--   cuteluajit examples/gemm_fp8_sm90.lua [M] [N] [K]   (env as gemm_sm90.lua's, C_DTYPE=f32)
 local cute = require("cute")
 local dir = arg[0]:match("(.*/)") or "./"
 local ex = dofile(dir .. "common.lua")
@@ -29,7 +29,7 @@ local function sm90_lib()
   return m
 end
 
--- cfg: gemm_sm90's (bn, stages, cluster_m, group) and c_dtype (bfloat16 | float32)
+-- cfg: gemm_sm90's (schedule, bm, bn, stages, cluster_m, group) and c_dtype (bfloat16 | float32)
 local function make_gemm(cfg)
   cfg = cfg or {}
   local c = {}
@@ -48,7 +48,7 @@ if CUTE_EXAMPLE_LIB then return { make_gemm = make_gemm } end
 
 local out = os.getenv("C_DTYPE") == "f32" and cute.float32 or cute.bfloat16
 local g = make_gemm{ c_dtype = out, bn = tonumber(os.getenv("BN")), stages = tonumber(os.getenv("STAGES")),
-  cluster_m = tonumber(os.getenv("CLUSTER")) }
+  cluster_m = tonumber(os.getenv("CLUSTER")), schedule = os.getenv("SCHEDULE"), bm = tonumber(os.getenv("BM")) }
 if not ex.gpu() then
   print("gemm_fp8_sm90: needs an sm_90 GPU to run (spec/gemm_sm90_spec.lua compiles it without one)")
   return

@@ -23,9 +23,16 @@
 --   (its chunks alias one buffer through a stride-0 mode, so thr_mma:partition_C places
 --   every accumulator); after a named barrier over the 256 consumer threads each stores
 --   16-byte runs of rows to C, predicated per run on the matrix's edge.
+-- * schedule = "pingpong" (CUTLASS's KernelTmaWarpSpecializedPingpong): each consumer
+--   warpgroup owns a whole tile (64 x BN, or 128 x 128 with two m64 atoms stacked), the two
+--   take alternate tiles of the CTA's sequence from the same PipelineTmaAsync ring, and two
+--   ordered chains of named barriers (CUTLASS's OrderedSequenceBarrier) let one warpgroup's
+--   mainloop run while the other does its epilogue: mainloops in tile order, epilogues in
+--   tile order, one staging tile shared by turns.
 -- Shapes are run-time values (one compile serves every M, N, K): M and N are any sizes,
 -- K a multiple of 16 bytes (TMA's global strides), checked at the launch.
---   cuteluajit examples/gemm_sm90.lua [M] [N] [K]       (env BN=128|256, STAGES, CLUSTER=1|2)
+--   cuteluajit examples/gemm_sm90.lua [M] [N] [K]
+--     env BN=128|256, STAGES, CLUSTER=1|2, SCHEDULE=cooperative|pingpong, BM=64|128 (pingpong)
 local cute = require("cute")
 local ex = dofile((arg[0]:match("(.*/)") or "./") .. "common.lua")
 local _ = cute._
@@ -35,15 +42,23 @@ local M_, N_, K_ = tonumber(arg[1]) or 4096, tonumber(arg[2]) or 4096, tonumber(
 
 local SMEM_LIMIT = 227 * 1024 -- an H100's opt-in shared memory per CTA
 
--- cfg: ab_dtype (bfloat16 | float16 | float8_e4m3fn), c_dtype (bfloat16), bn (128 | 256),
--- stages (default: as many as fit, at least 4), cluster_m (2 | 1), group (raster group, 8),
--- peel (true: k-tile 0 as a copy of the main loop's body before it; default false: one
--- loop, which compiles faster), name
+-- cfg: ab_dtype (bfloat16 | float16 | float8_e4m3fn), c_dtype (bfloat16), schedule
+-- ("cooperative" | "pingpong"), bm (the tile's M: 128 cooperative; 64 (default) or 128
+-- pingpong), bn (128 | 256; pingpong 128 x 128 has bn 128), stages (default: as many as
+-- fit, at least 4), cluster_m (2 | 1), group (raster group, 8), peel (true: k-tile 0 as a
+-- copy of the main loop's body before it; default false: one loop, which compiles
+-- faster), name
 local function make_gemm(cfg)
   cfg = cfg or {}
   local ab, c_dtype = cfg.ab_dtype or cute.bfloat16, cfg.c_dtype or cute.bfloat16
   local fp8 = ab.size == 1
-  local BM, BN = 128, cfg.bn or 256
+  local SCHEDULE = cfg.schedule or "cooperative"
+  if SCHEDULE ~= "cooperative" and SCHEDULE ~= "pingpong" then
+    error(("gemm_sm90: schedule = %s: must be \"cooperative\" or \"pingpong\""):format(tostring(SCHEDULE)), 2)
+  end
+  local PP = SCHEDULE == "pingpong"
+  local BM = cfg.bm or (PP and 64 or 128)
+  local BN = cfg.bn or ((PP and BM == 128) and 128 or 256)
   local BK = 128 / ab.size                  -- one 128-byte swizzle row of K per k-tile
   local MMA_K = fp8 and 32 or 16
   local KB = BK / MMA_K                     -- wgmma k-blocks per k-tile
@@ -52,15 +67,30 @@ local function make_gemm(cfg)
   local PEEL = cfg.peel and true or false
   if BN ~= 128 and BN ~= 256 then error(("gemm_sm90: bn = %s: must be 128 or 256"):format(tostring(BN)), 2) end
   if CM ~= 1 and CM ~= 2 then error(("gemm_sm90: cluster_m = %s: must be 1 or 2"):format(tostring(CM)), 2) end
-  -- the epilogue's staging tile: 128 rows of EPI_N columns (128 bytes of C's type),
+  if not PP and BM ~= 128 then
+    error(("gemm_sm90: bm = %s: the cooperative schedule's tile is 128 rows (two warpgroups of 64)")
+      :format(tostring(BM)), 2)
+  end
+  if PP and BM ~= 64 and BM ~= 128 then
+    error(("gemm_sm90: bm = %s: a ping-pong tile is 64 or 128 rows (one warpgroup, m64 atoms)"):format(tostring(BM)), 2)
+  end
+  if PP and BM * BN > 64 * 256 then
+    error(("gemm_sm90: bm = %d, bn = %d: one warpgroup's %d x %d accumulator is %d f32 registers per thread " ..
+      "(at most 128 fit); ping-pong tiles are 64 x 256, 64 x 128 or 128 x 128"):format(BM, BN, BM, BN,
+      BM * BN / 128), 2)
+  end
+  -- threads of one tile's epilogue: both consumer warpgroups (cooperative) or one (pingpong)
+  local ETHREADS = PP and 128 or 256
+  -- the epilogue's staging tile: BM rows of EPI_N columns (128 bytes of C's type),
   -- rows padded by 16 bytes (bank-conflict-free register writes); the chunks of a tile
-  -- alias it (stride 0), so thr_mma:partition_C gives every accumulator its place
+  -- alias it (stride 0), so thr_mma:partition_C gives every accumulator its place.
+  -- Ping-pong: the two warpgroups' epilogues take turns, so they share it
   local EPI_N = 128 / c_dtype.size
   local NCH = BN / EPI_N
   local EP = EPI_N + 16 / c_dtype.size
   local V = 16 / c_dtype.size                 -- elements per 16-byte run
   local RUN_PER_ROW = EPI_N / V
-  local RUNS = BM * RUN_PER_ROW / 256         -- runs per consumer thread per chunk
+  local RUNS = BM * RUN_PER_ROW / ETHREADS    -- runs per epilogue thread per chunk
   local sC_layout = cute.make_layout({ BM, { EPI_N, NCH } }, { EP, { 1, 0 } })
   local stage_bytes = (BM + BN) * BK * ab.size
   local other_bytes = BM * EP * c_dtype.size + 16 * 8 + 1024  -- staging tile, mbarriers, alignment
@@ -74,7 +104,9 @@ local function make_gemm(cfg)
 
   local wg = cute.nvgpu.warpgroup
   local op = fp8 and wg.MmaF8Op(ab, ab, f32, { 64, BN, 32 }) or wg.MmaF16BF16Op(ab, f32, { 64, BN, 16 })
-  local tiled_mma = cute.make_tiled_mma(op, { 2, 1, 1 })  -- two warpgroups along M: 128 x BN
+  -- cooperative: two warpgroups along M (128 x BN); pingpong: one warpgroup, its BM / 64
+  -- m64 atoms stacked along M
+  local tiled_mma = cute.make_tiled_mma(op, { PP and 1 or 2, 1, 1 })
   local tile_mnk = { BM, BN, BK }
   local sA_layout = cute.sm90_utils.make_smem_layout_a("K", tile_mnk, ab, STAGES)  -- (BM, BK, STAGES)
   local sB_layout = cute.sm90_utils.make_smem_layout_b("K", tile_mnk, ab, STAGES)  -- (BN, BK, STAGES)
@@ -82,6 +114,14 @@ local function make_gemm(cfg)
   local tx_bytes = stage_bytes              -- A tile + the whole B tile (half from the peer)
   local cp = cute.nvgpu.cpasync
   local pl = cute.pipeline
+  -- the consumer warps that read (and release) one stage: both warpgroups' 8 warps
+  -- (cooperative) or the 4 of the warpgroup that owns the tile (pingpong)
+  local STAGE_WARPS = PP and 4 or 8
+  -- named barriers (id 0 is the block barrier): cooperative: 1 = the epilogue's 256
+  -- threads. Pingpong, per consumer warpgroup c = 0, 1: 1 + c its turn to run its
+  -- mainloop, 3 + c its turn to run its epilogue (256 threads: its own 128 bar.sync, the
+  -- other warpgroup's 128 bar.arrive), 5 + c its epilogue's 128 threads
+  local BAR_EPI, BAR_MMA_TURN, BAR_EPI_TURN, BAR_PP_EPI = 1, 1, 3, 5
 
   local st_atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), c_dtype, { num_bits_per_copy = 128 })
 
@@ -110,13 +150,14 @@ local function make_gemm(cfg)
     local mbar = cute.make_dynamic_shared_tensor(cute.make_layout(2 * STAGES), cute.int64, 8)
 
     -- the pipeline: the producer arrives once per stage (with the stage's transaction
-    -- bytes); every consumer warp of both CTAs that read the stage releases it.  create
+    -- bytes); every consumer warp of both CTAs that read the stage releases it (all 8
+    -- consumer warps, or the 4 of the ping-pong warpgroup whose tile it holds).  create
     -- initialises the barriers and synchronises the cluster (no CTA multicasts into a
     -- peer whose barriers are not initialised yet)
     local pipe = pl.PipelineTmaAsync.create{
       barrier_storage = mbar, num_stages = STAGES,
       producer_group = pl.CooperativeGroup(pl.Agent.Thread, 1),
-      consumer_group = pl.CooperativeGroup(pl.Agent.Thread, 8 * CM),
+      consumer_group = pl.CooperativeGroup(pl.Agent.Thread, STAGE_WARPS * CM),
       tx_count = tx_bytes,
       cta_layout_vmnk = cute.make_layout({ 1, CM, 1, 1 }) }
 
@@ -164,8 +205,11 @@ local function make_gemm(cfg)
     else
       ------------------------------------------------------------------ consumers
       cute.arch.warpgroup_reg_alloc(CONSUMER_REGS)
-      local ctid = tid - 128                                 -- 0..255 over the two warpgroups
-      local thr_mma = tiled_mma:get_slice(ctid)
+      -- cooperative: the 256 consumer threads share each tile; pingpong: warpgroup c
+      -- (0 or 1) has tiles of its own, its 128 threads numbered from 0
+      local c = wgi - 1
+      local mtid = PP and (tid - 128 * wgi) or (tid - 128)
+      local thr_mma = tiled_mma:get_slice(mtid)
       local tCrA = tiled_mma:make_fragment_A(thr_mma:partition_A(sA))  -- descriptors (MMA, MMA_M, MMA_K, STAGES)
       local tCrB = tiled_mma:make_fragment_B(thr_mma:partition_B(sB))
       -- the staging tile; which accumulators fall in which chunk of EPI_N columns (read
@@ -183,16 +227,15 @@ local function make_gemm(cfg)
       local read = pl.make_pipeline_state(pl.PipelineUserType.Consumer, STAGES)
       local release = pl.make_pipeline_state(pl.PipelineUserType.Consumer, STAGES)
       local idC = cute.make_identity_tensor({ M, N })
-      local work = sched:initial_work_tile_info()
-      while work.is_valid_tile do
-        local tm, tn = work.tile_idx[1], work.tile_idx[2]
-        local gC = cute.local_tile(Cm, { BM, BN }, { tm, tn })
-        local acc = thr_mma:partition_fragment_C(gC)         -- (MMA, MMA_M, MMA_N) f32
+
+      -- the k loop of one tile into acc: on return every k-tile's wgmma is issued and
+      -- the last group is still in flight (its stage not yet released)
+      local function mainloop(acc)
         -- one wgmma group in flight; the stage of the previous group is freed once that
         -- group has completed (wait_group(1)).  k-tile 0's first wgmma overwrites the
         -- accumulators (scale-d 0) and k-tile 0 frees no stage: by default in the loop,
         -- through the traced scale-d kt > 0 and a branch; with cfg.peel as a copy of the
-        -- loop's body before it (4 more wgmma for ptxas: docs/HOPPER.md "Compile time")
+        -- loop's body before it (more wgmma for ptxas: docs/HOPPER.md "Compile time")
         local k0 = 0
         if PEEL then
           tiled_mma:set("accumulate", false)
@@ -213,25 +256,35 @@ local function make_gemm(cfg)
           wg.wait_group(1)
           if PEEL then
             pipe:consumer_release(release)
+            read:advance()
             release:advance()
-          elseif kt > 0 then
-            pipe:consumer_release(release)
-            release:advance()
+          else
+            if kt > 0 then
+              pipe:consumer_release(release)
+              release:advance()
+            end
+            read:advance()
           end
-          read:advance()
         end
+      end
+      -- the last group: wait for it, free its stage
+      local function mainloop_tail(acc)
         wg.wait_group(0)
         wg.fence_operand(acc)                                -- the epilogue reads acc after the wait
         pipe:consumer_release(release)
         release:advance()
+      end
 
-        -- epilogue, EPI_N columns at a time through the staging tile: the chunk's
-        -- accumulators -> alpha acc (+ beta C) in C's type -> shared memory; then each
-        -- consumer thread stores 16-byte runs of rows to C (under a predicate on the edge)
+      -- epilogue, EPI_N columns at a time through the staging tile: the chunk's
+      -- accumulators -> alpha acc (+ beta C) in C's type -> shared memory; then each
+      -- epilogue thread stores 16-byte runs of rows to C (under a predicate on the edge).
+      -- sync: the named barrier of the epilogue's ETHREADS threads
+      local function epilogue(acc, tm, tn, sync)
+        local gC = cute.local_tile(Cm, { BM, BN }, { tm, tn })
         local tCcC                                           -- (C's coordinates, to read it)
         if with_beta then tCcC = thr_mma:partition_C(cute.local_tile(idC, { BM, BN }, { tm, tn })) end
         for ch in cute.range_constexpr(NCH) do
-          cute.arch.barrier{ barrier_id = 1, number_of_threads = 256 }  -- the last chunk has been read
+          sync()                                             -- the last chunk has been read
           for _, e in ipairs(chunk_elems[ch]) do
             local d = acc[e] * alpha
             if with_beta then
@@ -240,9 +293,9 @@ local function make_gemm(cfg)
             end
             tCsC[e] = d
           end
-          cute.arch.barrier{ barrier_id = 1, number_of_threads = 256 }
+          sync()
           for i in cute.range_constexpr(RUNS) do
-            local q = ctid + 256 * i
+            local q = mtid + ETHREADS * i
             local r, j = cute.div(q, RUN_PER_ROW), q % RUN_PER_ROW
             local gr, gc = tm * BM + r, tn * BN + ch * EPI_N + j * V
             if gr < M then
@@ -259,11 +312,76 @@ local function make_gemm(cfg)
             end
           end
         end
-        sched:advance_to_next_work()
-        work = sched:get_current_work()
+      end
+
+      if not PP then
+        ---------------------------------------------------------------- cooperative
+        local function sync() cute.arch.barrier{ barrier_id = BAR_EPI, number_of_threads = 256 } end
+        local work = sched:initial_work_tile_info()
+        while work.is_valid_tile do
+          local tm, tn = work.tile_idx[1], work.tile_idx[2]
+          local acc = thr_mma:partition_fragment_C(cute.local_tile(Cm, { BM, BN }, { tm, tn }))  -- f32
+          mainloop(acc)
+          mainloop_tail(acc)
+          epilogue(acc, tm, tn, sync)
+          sched:advance_to_next_work()
+          work = sched:get_current_work()
+        end
+      else
+        ---------------------------------------------------------------- ping-pong
+        -- The CTA's tiles s0, s1, s2, ... (the scheduler's sequence, the order the producer
+        -- loads them in): warpgroup 0 takes s0, s2, ..., warpgroup 1 s1, s3, ...  Two
+        -- ordered chains of turns: mainloops s0 -> s1 -> s2 ... and epilogues s0 -> s1 ...;
+        -- a turn is a bar.sync on the warpgroup's own barrier (its 128 threads) completed
+        -- by the other warpgroup's bar.arrive (128) when it ends its turn of that chain.
+        -- So warpgroup 1's mainloop of s1 runs while warpgroup 0 does the epilogue of s0,
+        -- and the epilogues (one staging tile) never overlap. Warpgroup 1 opens both
+        -- chains for warpgroup 0; the turn after the CTA's last tile is not passed, so
+        -- every arrival meets its wait (none pending at exit).
+        local function turn_wait(base)
+          if c == 0 then cute.arch.barrier{ barrier_id = base, number_of_threads = 256 }
+          else cute.arch.barrier{ barrier_id = base + 1, number_of_threads = 256 } end
+        end
+        local function turn_pass(base)
+          if c == 0 then cute.arch.barrier_arrive{ barrier_id = base + 1, number_of_threads = 256 }
+          else cute.arch.barrier_arrive{ barrier_id = base, number_of_threads = 256 } end
+        end
+        local function sync()
+          if c == 0 then cute.arch.barrier{ barrier_id = BAR_PP_EPI, number_of_threads = 128 }
+          else cute.arch.barrier{ barrier_id = BAR_PP_EPI + 1, number_of_threads = 128 } end
+        end
+        if c == 1 then
+          -- warpgroup 1 starts at the CTA's second tile, whose k-tiles follow the first's
+          sched:advance_to_next_work()
+          read:advance(ktiles)
+          release:advance(ktiles)
+          cute.arch.barrier_arrive{ barrier_id = BAR_MMA_TURN, number_of_threads = 256 }
+          cute.arch.barrier_arrive{ barrier_id = BAR_EPI_TURN, number_of_threads = 256 }
+        end
+        local work = sched:get_current_work()
+        while work.is_valid_tile do
+          local tm, tn = work.tile_idx[1], work.tile_idx[2]
+          local acc = thr_mma:partition_fragment_C(cute.local_tile(Cm, { BM, BN }, { tm, tn }))  -- f32
+          turn_wait(BAR_MMA_TURN)
+          mainloop(acc)
+          -- the CTA's next tile (the other warpgroup's) exists: it waits for our turns
+          sched:advance_to_next_work()
+          local more = sched:get_current_work().is_valid_tile
+          if more then turn_pass(BAR_MMA_TURN) end           -- its mainloop may issue now
+          mainloop_tail(acc)
+          turn_wait(BAR_EPI_TURN)
+          epilogue(acc, tm, tn, sync)
+          if more then turn_pass(BAR_EPI_TURN) end
+          -- skip the other warpgroup's tile: its k-tiles in the ring, its place in the sequence
+          read:advance(ktiles)
+          release:advance(ktiles)
+          sched:advance_to_next_work()
+          work = sched:get_current_work()
+        end
       end
     end
-  end, { name = (cfg.name or ("gemm_sm90_" .. ab.name .. "_n" .. BN)) .. (wide and "" or "_narrow")
+  end, { name = (cfg.name or ("gemm_sm90_" .. ab.name .. "_n" .. BN)) .. (PP and ("_pingpong_m" .. BM) or "")
+                 .. (wide and "" or "_narrow")
                  .. (with_beta and "_beta" or ""),
          max_threads_per_block = THREADS, min_blocks_per_sm = 1, -- (setmaxnreg needs the launch bounds)
          enable_assertions = false }) -- (a device assertion's printf call would serialise the wgmmas)
@@ -329,7 +447,10 @@ local function make_gemm(cfg)
   local lib = { kernel = kernel_for(true, false), kernel_for = kernel_for, tiled_mma = tiled_mma, tma_of = tma_of,
     ab_dtype = ab, c_dtype = c_dtype,
     cfg = { bm = BM, bn = BN, bk = BK, kblocks = KB, stages = STAGES, threads = THREADS, cluster_m = CM,
-            group = GROUP, epi_n = EPI_N, epi_row = EP, staging_layout = sC_layout, peel = PEEL } }
+            group = GROUP, epi_n = EPI_N, epi_row = EP, staging_layout = sC_layout, schedule = SCHEDULE,
+            epilogue_threads = ETHREADS, stage_warps = STAGE_WARPS,
+            -- wgmma instructions per k-tile per warpgroup
+            wgmma_per_ktile = KB * (PP and BM / 64 or 1), peel = PEEL } }
   -- the kernel for A, B, C, alpha, beta, its launch configuration and its arguments
   -- (clusters: how many run at once; default the SMs / CM of the current device)
   function lib.args(A, B, Cm, alpha, beta, clusters)
@@ -360,7 +481,7 @@ end
 if CUTE_EXAMPLE_LIB then return { make_gemm = make_gemm } end
 
 local g = make_gemm{ bn = tonumber(os.getenv("BN")), stages = tonumber(os.getenv("STAGES")),
-  cluster_m = tonumber(os.getenv("CLUSTER")) }
+  cluster_m = tonumber(os.getenv("CLUSTER")), schedule = os.getenv("SCHEDULE"), bm = tonumber(os.getenv("BM")) }
 if not ex.gpu() then
   local S = function(r, c) return cute.tensor_spec({ r, c }, cute.bfloat16) end
   local k, _, ta, mA, tb, mB, c, al, be = g.args(S(M_, K_), S(N_, K_), S(M_, N_), 1, 0, 66)

@@ -68,6 +68,17 @@ const char *cute_compiled_cache_status(struct cute_compiled *c);
 const char *cute_compiled_cache_detail(struct cute_compiled *c);
 /* The entry's key (64 hex digits, owned by c), "" when the cache was not used. */
 const char *cute_compiled_cache_key(struct cute_compiled *c);
+/* Notes: small named records in the cache directory (cute.autotune's best
+   configurations), <dir>/<name>.note; name is 1..100 of A-Z a-z 0-9 _ . -,
+   not starting with '.'.  Written atomically (temp file, fsync, rename; mode
+   0600), at most 16 MiB.  The directory's safety rules apply (an unsafe one
+   is CUTE_E_STATE).  note_read copies at most cap bytes into buf; *len is the
+   note's full size (read again with a larger buffer when it exceeds cap);
+   *found is 0 (and 0 returned) when there is no such note; a note that is
+   not a regular file owned by the user and closed to group and others is
+   CUTE_E_STATE. */
+int cute_cache_note_write(const char *name, const char *data, size_t n, cute_err *err);
+int cute_cache_note_read(const char *name, char *buf, size_t cap, size_t *len, int *found, cute_err *err);
 /* CDEF END */
 
 #if defined(__GNUC__)

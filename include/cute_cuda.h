@@ -284,7 +284,7 @@ int cute_tensor_map_check(const cute_tensor_map_args *a, cute_err *err);
    driver's cuTensorMapEncodeTiled (CUTE_E_UNSUPPORTED when it has none). */
 int cute_tensor_map_encode_tiled(void *map, const cute_tensor_map_args *a, cute_err *err);
 /* cuTensorMapEncodeIm2col: a's box_dim is unused; lower/upper: rank - 2
-   corners each; channels_per_pixel, pixels_per_column: 1..256. */
+   corners each; channels_per_pixel: 1..256, pixels_per_column: 1..1024 (the Lua side caps both at 256: one TMA box). */
 int cute_tensor_map_encode_im2col(void *map, const cute_tensor_map_args *a, const int *lower,
                                   const int *upper, uint32_t channels_per_pixel,
                                   uint32_t pixels_per_column, cute_err *err);

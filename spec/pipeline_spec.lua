@@ -101,6 +101,70 @@ describe("pipeline states", function()
     end
     assert.are.same({ 0, 2 }, { got[48], got[49] }) -- producer after 8 steps: index 2; its clone one more: 0
   end)
+
+  it("producer_tail waits on every stage's empty barrier in turn (CUTLASS's tail), with the producer's phases",
+    function()
+    -- 3 stages, the producer 4 k-tiles in: the tail waits on stages 1, 2, 0 (the releases
+    -- of k-tiles 1, 2, 3), each at the phase the next acquire of that stage would wait for
+    local k = cute.kernel(function(Out)
+      local bars = cute.make_shared_tensor(cute.make_layout(6), cute.int64, 8)
+      local p = P.PipelineAsync.create{ barrier_storage = bars, num_stages = 3,
+        producer_group = P.CooperativeGroup(P.Agent.Thread, 1), consumer_group = P.CooperativeGroup(P.Agent.Warp, 1) }
+      local st = P.make_pipeline_state(P.PipelineUserType.Producer, 3)
+      st:advance(4)
+      p:producer_tail(st)
+      Out[0], Out[1], Out[2] = st.index, st.phase, st.count
+    end, { arch = "sm_90a", use_ptxas = false, name = "tail" })
+    local r = k:compile(cute.tensor_spec({ 3 }, i32))
+    -- each wait: the barrier's byte offset in the storage and the parity (LLVM folds both)
+    local waits = {}
+    for line in r.llvm:gmatch("[^\n]*mbarrier%.try_wait%.parity[^\n]*") do
+      local off, parity = line:match("i64 (%d+)%) to i32%), i32 (%d)%)")
+      waits[#waits + 1] = { tonumber(off), tonumber(parity) }
+    end
+    -- empty barrier of stage i at byte 8 (3 + i); k-tile c's producer parity 1 - floor(c / 3) % 2
+    assert.are.same({ { 32, 0 }, { 40, 0 }, { 24, 1 } }, waits)
+  end)
+
+  it("advance(n) steps n stages at once (Lua and traced n): the same states as n single steps", function()
+    -- a consumer state of 3 stages advanced by 0, 1, 2, 3, 5, 7 (Lua numbers), then by
+    -- 4 through a traced value; LLVM folds every stored index, phase and count
+    local steps = { 0, 1, 2, 3, 5, 7 }
+    local k = cute.kernel(function(Out, N)
+      local st = P.make_pipeline_state(P.PipelineUserType.Consumer, 3)
+      for i, n in ipairs(steps) do
+        st:advance(n)
+        Out[3 * i], Out[3 * i + 1], Out[3 * i + 2] = st.index, st.phase, st.count
+      end
+      st:advance(N + 4 - N)
+      Out[0], Out[1], Out[2] = st.index, st.phase, st.count
+    end, { arch = "sm_90a", use_ptxas = false, name = "states_n" })
+    local ll = k:compile(cute.tensor_spec({ 3 * (#steps + 1) }, i32), cute.Int32(9)).llvm
+    local off, got = { ["%Out"] = 0 }, {}
+    for name, o in ll:gmatch("(%%%w+) = getelementptr inbounds i8, ptr addrspace%(1%) %%Out, i64 (%d+)") do
+      off[name] = tonumber(o)
+    end
+    for v, name in ll:gmatch("store i32 (%-?%d+), ptr addrspace%(1%) (%%%w+),") do got[off[name] / 4] = tonumber(v) end
+    local index, phase, count = 0, 0, 0
+    local function step(n)
+      for _ = 1, n do
+        index, count = index + 1, count + 1
+        if index == 3 then index, phase = 0, 1 - phase end
+      end
+    end
+    for i, n in ipairs(steps) do
+      step(n)
+      assert.are.same({ index, phase, count }, { got[3 * i], got[3 * i + 1], got[3 * i + 2] }, ("advance(%d)"):format(n))
+    end
+    step(4)
+    assert.are.same({ index, phase, count }, { got[0], got[1], got[2] }, "advance(traced 4)")
+    local bad = cute.kernel(function(Out)
+      P.make_pipeline_state(P.PipelineUserType.Consumer, 3):advance(-1) -- MARK advance(-1)
+    end, { arch = "sm_90a" })
+    local e = util.trace_error(bad, cute.tensor_spec({ 1 }, i32))
+    util.at_line(THIS, e, "MARK advance(-1)")
+    assert.truthy(has(e, "PipelineState:advance(n): n = -1: must be a non-negative integer"), e)
+  end)
 end)
 
 describe("PipelineTmaAsync cluster arrivals", function()

@@ -191,7 +191,7 @@ static void put_file_content(sha256_ctx *h, const char *path) {
   char b[1100];
   snprintf(b, sizeof b, "link %.1000s\n", path);
   sha256_update(h, b, strlen(b));
-  FILE *f = fopen(path, "rb");
+  FILE *f = fopen(path, "rbe");
   if (!f) { sha256_update(h, "absent\n", 7); return; }
   char buf[65536];
   size_t n;

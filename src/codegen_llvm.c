@@ -17,8 +17,9 @@
  *    cache hints, scoped atomics, f16x2/bf16x2 atomics, named barriers,
  *    tanh.approx, rounding-mode conversions: inline PTX.
  *  - accurate math: libdevice (__nv_*), linked by the target.
- * Lowering runs in a private LLVMContext; the target machine and the passes
- * run under the target's lock (target_lock).
+ * A compile owns everything it touches: a private LLVMContext and module, and
+ * a target machine of its thread's own (target_nvptx.c), so compiles in
+ * several threads (the compile pool, compile_pool.c) need no lock.
  */
 #include "backend.h"
 #include "target.h"
@@ -207,9 +208,7 @@ int cg_lower(cg *g, char **text) {
   if (!g->tgt) { snprintf(msg, cap, "arch '%.40s': no target emits it", g->arch); return CUTE_E_UNSUPPORTED; }
   int prc = g->tgt->prepare(g, msg, cap);
   if (prc) return prc;
-  target_lock();
-  g->tm = g->tgt->machine(g, msg, cap);
-  target_unlock();
+  g->tm = g->tgt->machine(g, msg, cap); /* (this thread's own: target_nvptx.c) */
   if (!g->tm) return CUTE_E_LLVM;
   g->C = LLVMContextCreate();
   LLVMContextSetDiagnosticHandler(g->C, diag_handler, g);
@@ -363,9 +362,7 @@ int cg_optimise(cg *g, char **text) {
   char pipeline[128];
   snprintf(pipeline, sizeof pipeline, "%sdefault<O%d>", g->tgt->pre_passes(g), g->opt);
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-  target_lock();
   LLVMErrorRef e = LLVMRunPasses(g->M, pipeline, g->tm, po);
-  target_unlock();
   LLVMDisposePassBuilderOptions(po);
   if (e) {
     char *em = LLVMGetErrorMessage(e);
@@ -381,9 +378,7 @@ int cg_emit(cg *g, char **text) {
   LLVMMemoryBufferRef buf = NULL;
   char *em = NULL;
   g->diag_err = 0;
-  target_lock();
   int bad = LLVMTargetMachineEmitToMemoryBuffer(g->tm, g->M, LLVMAssemblyFile, &em, &buf);
-  target_unlock();
   if (bad || g->diag_err) {
     snprintf(g->err, g->errcap, "LLVM PTX emission: %.900s", em ? em : g->diag);
     LLVMDisposeMessage(em);

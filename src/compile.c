@@ -219,7 +219,7 @@ static uint32_t fnv(uint32_t h, const char *s) {
 }
 
 static int write_file(const char *path, const void *data, size_t n) {
-  FILE *f = fopen(path, "wb");
+  FILE *f = fopen(path, "wbe");
   if (!f) return 1;
   int bad = fwrite(data, 1, n, f) != n;
   return fclose(f) || bad;

@@ -101,7 +101,7 @@ static int temp_write(const char *ext, const void *data, size_t n, char *path, s
   const char *td = getenv("TMPDIR");
   if (!td || !*td) td = "/tmp";
   snprintf(path, pcap, "%.500s/cute-XXXXXX%s", td, ext);
-  int fd = mkstemps(path, (int)strlen(ext));
+  int fd = mkostemps(path, (int)strlen(ext), O_CLOEXEC);
   if (fd < 0) { snprintf(msg, cap, "cannot create a temp file in %s: %s", td, strerror(errno)); return 1; }
   int wr = write_all(fd, data, n);
   close(fd);
@@ -114,7 +114,11 @@ static int temp_write(const char *ext, const void *data, size_t n, char *path, s
 static int run_tool(char *const *argv, char **log, char *msg, size_t cap) {
   *log = NULL;
   int pfd[2];
-  if (pipe(pfd)) { snprintf(msg, cap, "%s: pipe: %s", argv[0], strerror(errno)); return -1; }
+  /* close-on-exec: a tool spawned by another thread at the same moment (the
+     compile pool runs ptxas in several) must not inherit this pipe's write
+     end, or this read would wait for that tool's exit too (the dup2 below
+     gives the child its own fds 1 and 2 without the flag) */
+  if (pipe2(pfd, O_CLOEXEC)) { snprintf(msg, cap, "%s: pipe: %s", argv[0], strerror(errno)); return -1; }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addclose(&fa, pfd[0]);
@@ -147,7 +151,7 @@ static int run_tool(char *const *argv, char **log, char *msg, size_t cap) {
 }
 
 static int read_file(const char *path, void **data, size_t *size) {
-  FILE *f = fopen(path, "rb");
+  FILE *f = fopen(path, "rbe");
   if (!f) return 1;
   fseek(f, 0, SEEK_END);
   long sz = ftell(f);

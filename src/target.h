@@ -13,8 +13,8 @@ typedef struct cute_target {
   const char *triple; /* LLVM target triple */
   /* 1 if arch ("sm_80", ...) is a processor of this target */
   int (*arch_ok)(const char *arch);
-  /* the (cached) target machine for g->arch, g->ptx, g->opt; call under
-     target_lock; NULL with msg set */
+  /* the target machine for g->arch, g->ptx, g->opt: the calling thread's own
+     (cached per thread, never shared between threads at once); NULL with msg set */
   LLVMTargetMachineRef (*machine)(cg *g, char *msg, size_t cap);
   /* module-wide set-up after the data layout (module flags) */
   void (*module_setup)(cg *g);
@@ -42,13 +42,10 @@ typedef struct cute_target {
   char *(*finish_text)(cg *g, const char *text);
 } cute_target;
 
-/* the targets (target.c: the list, the lock; one file per target) */
+/* the targets (target.c: the list; one file per target) */
 IR_HIDDEN extern const cute_target target_nvptx;
 /* the target that emits arch (NULL: none) */
 IR_HIDDEN const cute_target *target_for_arch(const char *arch);
-/* LLVM's target machines and passes are shared: the narrow compile lock */
-IR_HIDDEN void target_lock(void);
-IR_HIDDEN void target_unlock(void);
 
 /* the NVPTX target's parts in other files: its op table (nvptx_ops.c) and its
    kernel ABI (nvptx_abi.c): the LLVM type of a parameter, the byval /

@@ -95,55 +95,111 @@ int cg_arch_feature_check(cg *g, const ir_inst *in, const char *ptx) {
 
 static int nvptx_arch_ok(const char *arch) { return arch_index(arch) >= 0; }
 
-/* ---- the target machine cache (built under target.c's lock) ---------------------------- */
+/* ---- the target machine cache: one per thread ------------------------------------------ */
 
-/* Target machines are created once per (arch, PTX version, level) and never
-   disposed: lowering runs outside the lock with the machine it got, so an
-   evicted one could still be in use.  The set is small (a handful per
-   process); past TM_MAX the machine belongs to the compile (cg->own_tm). */
-#define TM_MAX 32
-static struct { LLVMTargetMachineRef tm; char cpu[32], feat[32]; int level; } tm_cache[TM_MAX];
-static int tm_count, targets_ready;
+/* An LLVM target machine is not safe to use from two threads at once (its
+   subtargets are made lazily, the pass pipeline and emission read and write
+   its state), while separate machines with separate LLVMContexts compile in
+   parallel.  So each thread keeps its own small cache of machines per (arch,
+   PTX version, level): the Lua thread, the warm-up thread and the compile
+   pool's workers (compile_pool.c) never share one, and the code generator
+   needs no lock.  When a thread exits (the key's destructor) its machines go
+   to a shared list of spares, which a thread without a machine of that kind
+   takes from before it makes one: the warm-up thread's machine (warmup.c)
+   so serves the Lua thread's first compile, and a pool's workers serve the
+   next pool's.  Past TM_MAX (and SPARE_MAX spares) a machine belongs to the
+   compile that made it (cg->own_tm) and is disposed with it. */
+#define TM_MAX 16
+typedef struct tm_cache {
+  int n;
+  struct { LLVMTargetMachineRef tm; char cpu[32], feat[32]; int level; } e[TM_MAX];
+} tm_cache;
+static pthread_once_t nvptx_once = PTHREAD_ONCE_INIT;
+static pthread_key_t tm_key;
+static int tm_key_ok;
+
+#define SPARE_MAX 64
+static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
+static int spare_n;
+static struct { LLVMTargetMachineRef tm; char cpu[32], feat[32]; int level; } spare[SPARE_MAX];
+
+static void tm_cache_free(void *p) {
+  tm_cache *c = p;
+  pthread_mutex_lock(&spare_lock);
+  for (int i = 0; c && i < c->n; i++) {
+    if (spare_n < SPARE_MAX) {
+      int j = spare_n++;
+      spare[j].tm = c->e[i].tm;
+      memcpy(spare[j].cpu, c->e[i].cpu, sizeof spare[j].cpu);
+      memcpy(spare[j].feat, c->e[i].feat, sizeof spare[j].feat);
+      spare[j].level = c->e[i].level;
+    } else {
+      LLVMDisposeTargetMachine(c->e[i].tm);
+    }
+  }
+  pthread_mutex_unlock(&spare_lock);
+  free(c);
+}
+
+/* a spare machine of this kind, now the caller's (NULL: none) */
+static LLVMTargetMachineRef take_spare(const char *cpu, const char *feat, int level) {
+  LLVMTargetMachineRef tm = NULL;
+  pthread_mutex_lock(&spare_lock);
+  for (int i = 0; i < spare_n && !tm; i++)
+    if (!strcmp(spare[i].cpu, cpu) && !strcmp(spare[i].feat, feat) && spare[i].level == level) {
+      tm = spare[i].tm;
+      spare[i] = spare[--spare_n];
+    }
+  pthread_mutex_unlock(&spare_lock);
+  return tm;
+}
+static void nvptx_init(void) {
+  LLVMInitializeNVPTXTargetInfo();
+  LLVMInitializeNVPTXTarget();
+  LLVMInitializeNVPTXTargetMC();
+  LLVMInitializeNVPTXAsmPrinter();
+  tm_key_ok = pthread_key_create(&tm_key, tm_cache_free) == 0;
+}
 
 static LLVMTargetMachineRef nvptx_machine(cg *g, char *msg, size_t cap) {
   char feat[32] = "";
   if (g->ptx_req) snprintf(feat, sizeof feat, "+ptx%d", g->ptx_req);
   const char *cpu = g->arch;
   int level = g->opt;
-  for (int i = 0; i < tm_count; i++)
-    if (!strcmp(tm_cache[i].cpu, cpu) && !strcmp(tm_cache[i].feat, feat) && tm_cache[i].level == level)
-      return tm_cache[i].tm;
-  if (!targets_ready) {
-    LLVMInitializeNVPTXTargetInfo();
-    LLVMInitializeNVPTXTarget();
-    LLVMInitializeNVPTXTargetMC();
-    LLVMInitializeNVPTXAsmPrinter();
-    targets_ready = 1;
+  pthread_once(&nvptx_once, nvptx_init);
+  tm_cache *c = tm_key_ok ? pthread_getspecific(tm_key) : NULL;
+  for (int i = 0; c && i < c->n; i++)
+    if (!strcmp(c->e[i].cpu, cpu) && !strcmp(c->e[i].feat, feat) && c->e[i].level == level) return c->e[i].tm;
+  LLVMTargetMachineRef tm = take_spare(cpu, feat, level);
+  if (!tm) {
+    LLVMTargetRef target;
+    char *err = NULL;
+    if (LLVMGetTargetFromTriple(TRIPLE, &target, &err)) {
+      snprintf(msg, cap, "LLVM: no NVPTX target: %s", err ? err : "?");
+      LLVMDisposeMessage(err);
+      return NULL;
+    }
+    static const LLVMCodeGenOptLevel lv[4] = {LLVMCodeGenLevelNone, LLVMCodeGenLevelLess, LLVMCodeGenLevelDefault,
+                                              LLVMCodeGenLevelAggressive};
+    tm = LLVMCreateTargetMachine(target, TRIPLE, cpu, feat, lv[level & 3], LLVMRelocDefault, LLVMCodeModelDefault);
   }
-  LLVMTargetRef target;
-  char *err = NULL;
-  if (LLVMGetTargetFromTriple(TRIPLE, &target, &err)) {
-    snprintf(msg, cap, "LLVM: no NVPTX target: %s", err ? err : "?");
-    LLVMDisposeMessage(err);
-    return NULL;
-  }
-  static const LLVMCodeGenOptLevel lv[4] = {LLVMCodeGenLevelNone, LLVMCodeGenLevelLess, LLVMCodeGenLevelDefault,
-                                            LLVMCodeGenLevelAggressive};
-  LLVMTargetMachineRef tm =
-      LLVMCreateTargetMachine(target, TRIPLE, cpu, feat, lv[level & 3], LLVMRelocDefault, LLVMCodeModelDefault);
   if (!tm) {
     snprintf(msg, cap, "LLVM: cannot create a target machine for %s %s", cpu, feat);
     return NULL;
   }
-  if (tm_count == TM_MAX) {
+  if (!c && tm_key_ok && (c = calloc(1, sizeof *c)) && pthread_setspecific(tm_key, c)) {
+    free(c);
+    c = NULL;
+  }
+  if (!c || c->n == TM_MAX) {
     g->own_tm = tm;
     return tm;
   }
-  int i = tm_count++;
-  tm_cache[i].tm = tm;
-  snprintf(tm_cache[i].cpu, sizeof tm_cache[i].cpu, "%s", cpu);
-  snprintf(tm_cache[i].feat, sizeof tm_cache[i].feat, "%s", feat);
-  tm_cache[i].level = level;
+  int i = c->n++;
+  c->e[i].tm = tm;
+  snprintf(c->e[i].cpu, sizeof c->e[i].cpu, "%s", cpu);
+  snprintf(c->e[i].feat, sizeof c->e[i].feat, "%s", feat);
+  c->e[i].level = level;
   return tm;
 }
 
@@ -215,7 +271,7 @@ static const char *find_libdevice(const char *given, char *p, size_t cap) {
 
 static int load_libdevice(const char *path, char *msg, size_t cap) {
   if (libdevice_bytes && !strcmp(path, libdevice_path)) return 0;
-  FILE *fp = fopen(path, "rb");
+  FILE *fp = fopen(path, "rbe");
   char *data = NULL;
   long n = -1;
   if (fp && !fseek(fp, 0, SEEK_END) && (n = ftell(fp)) > 0 && !fseek(fp, 0, SEEK_SET)) {

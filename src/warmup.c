@@ -3,10 +3,12 @@
  * A process's first compile pays for LLVM's one-time set-up (target
  * registration, the target machine, pass pipelines: ~5 ms of a ~10 ms first
  * compile).  cute_compile_warmup compiles a tiny kernel on a detached thread
- * with the default options a launch uses, so the target machine is cached by the
- * time the user's kernel is traced.  Compiles are serialised by the code
- * generator's lock, so the two never race; cute_compile_warmup_wait joins
- * the thread before the process or the Lua state can go away. */
+ * with the default options a launch uses; when the thread exits its target
+ * machine becomes a spare (target_nvptx.c) that the user's first compile
+ * takes.  Compiles in different threads share nothing (each has its own
+ * context and machine), so a compile that starts while the warm-up runs
+ * simply proceeds beside it; cute_compile_warmup_wait joins the thread
+ * before the process or the Lua state can go away. */
 #include "cute_ir.h"
 #include "compile_opts.h"
 

@@ -280,8 +280,8 @@ static void test_compile_opts(void) {
   }
 }
 
-/* compiles on several threads at once (lowering outside the compile lock)
-   give the PTX of the same compiles one after the other */
+/* compiles on several threads at once (each with its own context and target
+   machine: no lock) give the PTX of the same compiles one after the other */
 typedef struct par_job {
   const char *arch, *opt;
   char *ptx;

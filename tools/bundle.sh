@@ -1,15 +1,18 @@
 #!/bin/sh
 # make bundle: dist/, a relocatable directory that runs on an x86-64 Linux host
-# with only the NVIDIA driver: cuteluajit (LuaJIT + LLVM static), the Lua
-# modules, examples, benchmarks, specs, and busted with its dependencies; for
-# C hosts libcute.so, the headers and cuteluajit.pc (docs/EMBED.md).
+# with only the NVIDIA driver: cuteluajit, libcute.so (the C core with LLVM,
+# shipped once: bin/cuteluajit links it from ../lib, with LuaJIT static in the
+# program), the Lua modules, examples, benchmarks, specs, and busted with its
+# dependencies; for C hosts the headers, LuaJIT's library and cuteluajit.pc
+# (docs/EMBED.md).  tools/bundle_test.sh checks the result (size, ldd).
 #   dist/bin/cuteluajit examples/vector_add.lua
 #   dist/bin/busted spec           (GPU specs run; others too)
+#   usage: sh tools/bundle.sh [DIR]   (default dist; run after make)
 set -e
-D=dist
+D=${1:-dist}
 rm -rf "$D"
 mkdir -p "$D/bin" "$D/lua" "$D/share/lua/5.1" "$D/lib/lua/5.1"
-cp build/cuteluajit "$D/bin/"
+cp build/bin/cuteluajit "$D/bin/"
 strip "$D/bin/cuteluajit"
 cp -r lua/cute "$D/lua/"
 cp -r examples bench spec include docs "$D/"
@@ -33,10 +36,11 @@ here=$(dirname "$0")
 exec "$here/cuteluajit" "$here/busted.lua" "$@"
 EOS
 chmod +x "$D/bin/busted"
-# libcute.so, its headers and a relocatable cuteluajit.pc (with LuaJIT's
-# library and headers) for C hosts: lib/, include/cuteluajit/, lib/pkgconfig/
+# libcute.so (for bin/cuteluajit and C hosts), its headers and a relocatable
+# cuteluajit.pc (with LuaJIT's library and headers, for C hosts): lib/,
+# include/cuteluajit/, lib/pkgconfig/
 version=$(sed -n 's/.*CUTE_VERSION_MAJOR = \([0-9]*\), CUTE_VERSION_MINOR = \([0-9]*\), CUTE_VERSION_PATCH = \([0-9]*\).*/\1.\2.\3/p' include/cute.h)
 sh tools/install.sh install "$D" "$D" "$version" --bundle > /dev/null
 cp tests/host_c.c "$D/tests/" && cp tools/gpu_embed.sh "$D/tools/"
 # (the oracle vectors travel with spec/, in spec/data/)
-echo "bundle: $(du -sh "$D" | cut -f1) in $D/"
+echo "bundle: $(du -sh --apparent-size "$D" | cut -f1) in $D/"

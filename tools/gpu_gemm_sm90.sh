@@ -24,6 +24,8 @@ examples)
     timeout 300 $BIN "examples/$n.lua" "$@" 2>&1 | tail -4
     BN=128 timeout 300 $BIN "examples/$n.lua" "$@" 2>&1 | tail -2
     CLUSTER=1 timeout 300 $BIN "examples/$n.lua" "$@" 2>&1 | tail -2
+    SCHEDULE=pingpong timeout 300 $BIN "examples/$n.lua" "$@" 2>&1 | tail -2
+    SCHEDULE=pingpong BM=128 BN=128 timeout 300 $BIN "examples/$n.lua" "$@" 2>&1 | tail -2
   done ;;
 bench)
   timeout 600 python3 bench/tc_baselines.py 4096 8192 > "$O/tc_baselines.json" 2> "$O/tc_baselines.err"

@@ -8,7 +8,8 @@
 # place) and LuaJIT's library and headers copied in, for a GPU host with only
 # the NVIDIA driver.
 # Installed: lib/libcute.so.VERSION (soname libcute.so.MAJOR) + the two links,
-# include/cuteluajit/*.h, bin/cuteluajit, share/lua/5.1/cute/*.lua (the same
+# include/cuteluajit/*.h, bin/cuteluajit (over lib/libcute.so.MAJOR, found at
+# $ORIGIN/../lib), share/lua/5.1/cute/*.lua (the same
 # modules are embedded in the library: C hosts need no Lua files; these are
 # for plain luajit), lib/pkgconfig/cuteluajit.pc.  With --bundle: the library
 # (stripped), headers and .pc only.
@@ -41,7 +42,7 @@ cp include/*.h "$inc/"
 if [ "$bundle" != --bundle ]; then   # the bundle has its own bin/ and lua/
   mkdir -p "$lua" "$dest/bin"
   cp lua/cute/*.lua "$lua/"
-  cp build/cuteluajit "$dest/bin/cuteluajit"
+  cp build/bin/cuteluajit "$dest/bin/cuteluajit"   # (links lib/libcute.so.MAJOR: ../lib)
 fi
 if [ "$bundle" = --bundle ]; then
   strip --strip-unneeded "$lib/libcute.so.$version"

@@ -45,6 +45,8 @@ if [ -x "$tmp/host" ]; then
 fi
 out=$(cd / && "$prefix/bin/cuteluajit" -e 'print(require("cute").version)' 2>&1)
 [ "$out" = "cuteluajit $version" ]; ok $? "installed cuteluajit runs ($out)"
+ldd "$prefix/bin/cuteluajit" | grep -q "=> $prefix/bin/../lib/libcute.so.$major "
+ok $? "installed cuteluajit links the installed libcute.so.$major (LLVM installed once)"
 if command -v luajit > /dev/null; then
   out=$(cd / && env -u CUTE_LIB LUA_PATH="$prefix/share/lua/5.1/?.lua;$prefix/share/lua/5.1/?/init.lua;;" \
     luajit -e 'local cute = require("cute"); print(tostring(cute.make_layout({4, 2})) .. " " .. require("cute.ffi").lib_path)' 2>&1)

@@ -3,7 +3,8 @@
 #   busted specs (spec/) under build/cuteluajit
 #   the same specs under the ASan+UBSan build (build/asan/cuteluajit)
 #   the C API test (build/test_capi), the embedding example (build/embed),
-#   the host API test (build/test_host_c), install into a temporary prefix
+#   the host API test (build/test_host_c), install into a temporary prefix,
+#   a bundle in a temporary directory (tools/bundle_test.sh)
 #   a short fuzz run, the size budget (tools/size_budget.sh)
 # TEST_ONLY=asan runs only the sanitizer suite.
 B=build
@@ -50,9 +51,11 @@ if [ "${TEST_ONLY:-}" != asan ]; then
   count_plain "C layout errors (ASan)" $B/test_layout_errors_c
   count_plain "C CUDA driver layer (ASan)" $B/test_cuda_c
   count_plain "C IR and codegen" $B/test_ir_c
+  count_plain "C compile pool" $B/test_compile_pool_c
   count_plain "embed example" $B/embed
   count_plain "C host API, DLPack, one lua_State per thread" $B/test_host_c
   count_plain "make install / pkg-config / uninstall" sh tools/install_test.sh
+  count_plain "bundle: size budget, ldd closure, moved copy" sh tools/bundle_test.sh
   count_plain "size budget (1,000 lines a file)" sh tools/size_budget.sh
 fi
 # Sanitizers: our C code instrumented (LuaJIT itself is not).

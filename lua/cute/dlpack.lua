@@ -50,13 +50,17 @@ local usable = { [2] = "kDLCUDA", [3] = "kDLCUDAHost", [13] = "kDLCUDAManaged" }
 local device_names = { [1] = "kDLCPU", [4] = "kDLOpenCL", [7] = "kDLVulkan", [8] = "kDLMetal",
   [10] = "kDLROCM", [11] = "kDLROCMHost", [14] = "kDLOneAPI" }
 
--- cute dtype name <-> DLPack (code, bits); float8 names follow DLPack 1.1
-local to_dl = {
-  float16 = { 2, 16 }, float32 = { 2, 32 }, float64 = { 2, 64 }, bfloat16 = { 4, 16 },
-  int8 = { 0, 8 }, int16 = { 0, 16 }, int32 = { 0, 32 }, int64 = { 0, 64 },
-  uint8 = { 1, 8 }, uint16 = { 1, 16 }, uint32 = { 1, 32 }, uint64 = { 1, 64 },
-  bool = { 6, 8 }, float8_e4m3fn = { 10, 8 }, float8_e5m2 = { 12, 8 },
-}
+-- cute dtype name <-> DLPack (code, bits), derived from dtype.lua's one table
+-- of scalar types: DLPack's type code by kind (kDLInt 0, kDLUInt 1, kDLFloat 2,
+-- kDLBfloat 4, kDLBool 6) and, for the fp8 formats, DLPack 1.1's codes
+-- (kDLFloat8_e4m3fn 10, kDLFloat8_e5m2 12); tf32 has no DLPack type
+local KIND_CODE = { int = 0, uint = 1, half = 2, float = 2, bf16 = 4, bool = 6 }
+local FP8_CODE = { f8e4m3 = 10, f8e5m2 = 12 }
+local to_dl = {}
+for name, d in pairs(dt.dtypes) do
+  local code = d.kind == "fp8" and FP8_CODE[dt.scalars[d.scalar].ir] or KIND_CODE[d.kind]
+  if code then to_dl[name] = { code, d.size * 8 } end
+end
 local from_dl = {}
 for name, cb in pairs(to_dl) do
   if dt.dtypes[name] then from_dl[cb[1] * 256 + cb[2]] = name end

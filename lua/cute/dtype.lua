@@ -65,7 +65,7 @@ end
 
 M.T = {}             -- I32 = 5, ...
 M.scalars = {}       -- code -> info
-M.by_ir, M.by_cute, M.by_dtype = {}, {}, {}
+M.by_ir, M.by_cute, M.by_dtype, M.by_ptx = {}, {}, {}, {}
 M.cute_names = {}
 local namep, bitsp, clsp = ffi.new("const char *[1]"), ffi.new("int[1]"), ffi.new("int[1]")
 for t = C.CUTE_T_VOID, C.CUTE_T_F8E5M2 do
@@ -102,9 +102,12 @@ for t = C.CUTE_T_VOID, C.CUTE_T_F8E5M2 do
       info.ctype = (cls == TC_SINT and "int" or "uint") .. bits .. "_t"
       info.dtype = info.cute:lower()
     end
+    -- the PTX ISA's type name: f16 bf16 tf32 f32 f64 e4m3 e5m2 s8..s64 u8..u64 pred
+    info.ptx = info.kind == "int" and ("s" .. bits) or info.kind == "uint" and ("u" .. bits)
+      or info.kind == "bool" and "pred" or info.kind == "fp8" and ir:sub(3) or ir
     M.T[ir:upper()] = t
     M.scalars[t] = info
-    M.by_ir[ir], M.by_cute[info.cute], M.by_dtype[info.dtype] = info, info, info
+    M.by_ir[ir], M.by_cute[info.cute], M.by_dtype[info.dtype], M.by_ptx[info.ptx] = info, info, info, info
     M.cute_names[#M.cute_names + 1] = info.cute
   end
 end

@@ -66,6 +66,7 @@ cute.cache = require("cute.cache") -- the on-disk cache of compiled kernels (doc
 -- pictures of layouts, swizzles, TiledMMA / TiledCopy (docs/REPL.md): SVG and terminal grids
 cute.svg = function(...) return require("cute.svg").svg(...) end
 cute.show = function(...) return require("cute.svg").show(...) end
+cute.autotune = require("cute.autotune") -- parallel-compile sweeps of configurations (docs/AUTOTUNE.md)
 for _, n in ipairs(require("cute.dtype").cute_names) do cute[n] = kernel[n] end
 
 -- GPU operations

@@ -386,8 +386,8 @@ M.gpu_arch = gpu_arch
 -- Compile IR with the kernel's options (want_cubin: assemble with ptxas even
 -- if use_ptxas is off, when ptxas is present); returns the cute_compiled
 -- (gc'ed) and the arch.  A failure is an error at the user's line.
-local function compile_ir(self, ir, want_cubin)
-  local compile = require("cute.compile")
+-- (launch_options: the options a launch compiles with; cute.autotune uses them too)
+local function launch_options(self, want_cubin)
   local o = self.options:for_current_device("cute.kernel " .. self.name)
   if o.portable then
     -- a device newer than every target: its portable PTX goes to the driver's
@@ -401,6 +401,11 @@ local function compile_ir(self, ir, want_cubin)
   if o.values.cache and not o:given("keep") and not o:given("dump_dir") then
     o = o:with({ keep = "ptx,cubin" }, "cute.kernel " .. self.name)
   end
+  return o
+end
+local function compile_ir(self, ir, want_cubin)
+  local compile = require("cute.compile")
+  local o = launch_options(self, want_cubin)
   local cc, st, msg = compile.run(ir, o)
   if st ~= 0 then
     self._failed = cc and compile.result(cc) or nil
@@ -510,6 +515,7 @@ end
 -- k(cfg, ...), Kernel:entry
 ---------------------------------------------------------------------------
 M.compile_ir = compile_ir
+M.launch_options = launch_options
 local launch = require("cute.launch").init(M, Kernel)
 M.launch_smem = launch.launch_smem
 M.compiled_dyn_smem = launch.compiled_dyn_smem

@@ -115,18 +115,9 @@ end
 
 -- Load a compiled kernel for the GPU: the entry { fn, params, slots, ptrs,
 -- fill, plan, module, func, cc, dyn_smem, max_dyn_smem } of one signature.
-local function build(self, args, nargs)
-  local ok, why = available()
-  if not ok then
-    cf.fail(("cute.kernel %s: cannot launch without a GPU (%s); k:compile(args) and k:ir(args) work " ..
-      "without one"):format(self.name, tostring(why)))
-  end
-  local t0 = C.cute_cuda_now_us()
-  local ir, plan = self:trace(unpack(args, 1, nargs))
-  local t1 = C.cute_cuda_now_us()
-  -- the kernel's use_ptxas option decides (K.default_cubin: a process-wide override)
-  local cc = K.compile_ir(self, ir, K.default_cubin and C.cute_ptxas_path() ~= nil)
-  local t2 = C.cute_cuda_now_us()
+-- (cc: a compile of the IR whose parameter plan is plan; t0..t2: when the
+-- trace began, ended and the compile ended, for k.last_build)
+local function load_entry(self, cc, plan, nargs, t0, t1, t2)
   local image, size, is_ptx
   if C.cute_compiled_has_cubin(cc) ~= 0 then
     local sz = ffi.new("size_t[1]")
@@ -149,6 +140,21 @@ local function build(self, args, nargs)
   return { fn = func.handle, func = func, module = mod, params = params, slots = slots, plan = plan,
     ptrs = ptrs, fill = fill, n = #plan, cc = cc, max_dyn_smem = 48 * 1024, dyn_smem = M.compiled_dyn_smem(cc),
     block_check = plan.block_check }
+end
+M.load_entry = load_entry
+
+local function build(self, args, nargs)
+  local ok, why = available()
+  if not ok then
+    cf.fail(("cute.kernel %s: cannot launch without a GPU (%s); k:compile(args) and k:ir(args) work " ..
+      "without one"):format(self.name, tostring(why)))
+  end
+  local t0 = C.cute_cuda_now_us()
+  local ir, plan = self:trace(unpack(args, 1, nargs))
+  local t1 = C.cute_cuda_now_us()
+  -- the kernel's use_ptxas option decides (K.default_cubin: a process-wide override)
+  local cc = K.compile_ir(self, ir, K.default_cubin and C.cute_ptxas_path() ~= nil)
+  return load_entry(self, cc, plan, nargs, t0, t1, C.cute_cuda_now_us())
 end
 
 ---------------------------------------------------------------------------
@@ -260,9 +266,12 @@ end
 M.new_launcher = new_launcher
 
 -- The slow path: args is a table holding the nargs arguments.
+-- M.capture: when set (cute.autotune's compile stage), a launch that misses
+-- the cache is handed to it instead: capture(kernel, launcher, args, nargs).
 local function do_launch(self, l, args, nargs)
   if getmetatable(l) ~= Launcher then l = new_launcher(self, l) end -- (k(cfg, ...) passes its cfg)
   while nargs > 0 and type(args[nargs]) == "nil" do nargs = nargs - 1 end -- (a trailing nil is no argument)
+  if M.capture then return M.capture(self, l, args, nargs) end
   local entry = get_entry(self, args, nargs)
   local bc = entry.block_check -- {multiple =, min =, what =}: the kernel's warpgroup MMAs need whole warpgroups
   if bc then

@@ -3,7 +3,7 @@
 -- CuTe DSL's pipeline module (docs/HOPPER.md, "Barriers and pipelines"):
 --   cute.pipeline.Agent, PipelineUserType, CooperativeGroup(agent, size)
 --   cute.pipeline.make_pipeline_state(PipelineUserType.Producer|Consumer, stages)
---     state.index, state.phase, state.count (traced i32), state:advance(), state:clone()
+--     state.index, state.phase, state.count (traced i32), state:advance([n]), state:clone()
 --   cute.pipeline.PipelineAsync.create{barrier_storage =, num_stages =,
 --     producer_group =, consumer_group = [, defer_sync = false]}
 --   cute.pipeline.PipelineTmaAsync.create{..., tx_count = bytes [, cta_layout_vmnk =,
@@ -137,10 +137,32 @@ function M.make_pipeline_state(kind, stages)
   return State.new(stages, 0, 0, kind == "Producer" and 1 or 0)
 end
 
--- the next stage: index + 1 (wrapping to 0, where the phase flips), count + 1
-function State.advance(s)
+-- the next stage: index + 1 (wrapping to 0, where the phase flips), count + 1;
+-- advance(n): n stages on (a Lua integer >= 0 or a traced non-negative integer,
+-- CUTLASS's PipelineState::advance(n)): the phase flips once per wrap
+function State.advance(s, steps)
   if not is_state(s) then fail("PipelineState:advance(): call it with ':' on a state") end
   local n = rawget(s, "_stages")
+  if tr.is_var(steps) then steps = steps.value end
+  if steps ~= nil and not (type(steps) == "number" and steps == 1) then
+    if type(steps) == "number" then
+      if steps % 1 ~= 0 or steps < 0 or steps >= 2 ^ 31 then
+        fail(("PipelineState:advance(n): n = %s: must be a non-negative integer"):format(tostring(steps)))
+      end
+      if steps == 0 then return end
+    elseif not (tr.is_value(steps) and tr.tinfo[steps.t] and tr.tinfo[steps.t].int) then
+      fail(("PipelineState:advance(n): n must be an integer (a Lua number or a traced integer), got %s"):format(
+        show(steps)))
+    elseif steps.t ~= T.I32 then
+      steps = tr.cvt(steps, T.I32)
+    end
+    local t = s.index + steps
+    local wraps = archmod.div(t, n)
+    rawget(s, "_phase").value = tr.binop(OP.XOR, s.phase, tr.binop(OP.AND, wraps, 1))
+    rawget(s, "_index").value = t - wraps * n
+    rawget(s, "_count").value = s.count + steps
+    return
+  end
   local idx = s.index + 1
   local wrap = tr.cmp_value(OP.EQ, idx, n)
   rawget(s, "_phase").value = tr.binop(OP.XOR, s.phase, tr.select(wrap, 1, 0))
@@ -298,12 +320,16 @@ function Pipeline.consumer_release(p, s)
   end)
 end
 -- producer, before it exits: wait until the consumers released every stage
--- (the last one used; they release in order), so that no arrive from a peer
--- CTA reaches a block that has exited.  Advances the state.
+-- (CUTLASS's producer_tail: each stage's empty barrier in turn, so consumers
+-- that release out of order, e.g. ping-pong warpgroups owning alternate tiles,
+-- are covered too), so that no arrive from a peer CTA reaches a block that has
+-- exited.  Advances the state by num_stages.
 function Pipeline.producer_tail(p, s)
   need_state(p, s, "producer_tail")
-  for _ = 1, p.num_stages - 1 do s:advance() end
-  sm90.mbarrier_wait(p:empty_barrier(s.index), s.phase)
+  for _ = 1, p.num_stages do
+    sm90.mbarrier_wait(p:empty_barrier(s.index), s.phase)
+    s:advance()
+  end
 end
 
 ---------------------------------------------------------------------------

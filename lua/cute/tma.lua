@@ -9,6 +9,7 @@
 --   local atom, tma_tensor = cute.nvgpu.cpasync.make_tiled_tma_atom(op, gmem_tensor, smem_layout,
 --                                                                   cta_tiler [, {num_multicast = n}])
 --   cute.nvgpu.cpasync.tma_args(op, gmem, smem_layout, cta_tiler [, opts])  the derivation alone (pure)
+--   cute.nvgpu.cpasync.CopyBulkTensorIm2ColG2S[Multicast]Op() + make_im2col_tma_atom: lua/cute/tma_im2col.lua
 --
 -- The atom and the tma_tensor are kernel arguments: the atom becomes a
 -- 128-byte, 64-aligned grid-constant parameter holding the CUtensorMap (its
@@ -58,6 +59,13 @@ function M.ops.CopyBulkTensorTileG2SMulticastOp()
   return op("CopyBulkTensorTileG2SMulticastOp", { dir = "g2s", multicast = true })
 end
 function M.ops.CopyBulkTensorTileS2GOp() return op("CopyBulkTensorTileS2GOp", { dir = "s2g", multicast = false }) end
+-- im2col loads for convolutions (CuTe C++'s SM90_TMA_LOAD_IM2COL[_MULTICAST]): lua/cute/tma_im2col.lua
+function M.ops.CopyBulkTensorIm2ColG2SOp()
+  return op("CopyBulkTensorIm2ColG2SOp", { dir = "g2s", multicast = false, im2col = true })
+end
+function M.ops.CopyBulkTensorIm2ColG2SMulticastOp()
+  return op("CopyBulkTensorIm2ColG2SMulticastOp", { dir = "g2s", multicast = true, im2col = true })
+end
 -- op: "add" ... or cute.ReductionOp.ADD / MIN / MAX (CuTe DSL's reduction kinds)
 function M.ops.CopyReduceBulkTensorTileS2GOp(kind)
   local F = "cute.nvgpu.cpasync.CopyReduceBulkTensorTileS2GOp"
@@ -73,9 +81,23 @@ end
 ---------------------------------------------------------------------------
 -- dtypes: CU_TENSOR_MAP_DATA_TYPE_* by IR name
 ---------------------------------------------------------------------------
-local MAP_DTYPE = { u8 = 0, i8 = 0, f8e4m3 = 0, f8e5m2 = 0, u16 = 1, i16 = 1, u32 = 2, i32 = 3, u64 = 4,
-  i64 = 5, f16 = 6, f32 = 7, f64 = 8, bf16 = 9, tf32 = 11 }
-M.MAP_DTYPE = MAP_DTYPE
+-- from dtype.lua's one table of scalar types (kind, bits): TMA moves bytes, so
+-- 8- and 16-bit integers and fp8 travel as UINT8 / UINT16; halves, bfloat16,
+-- tf32 and floats keep their own codes (cuda.h's CUtensorMapDataType)
+local FLOAT_CODE = { half = 6, bf16 = 9, tf32 = 11 }
+local WIDTH_CODE = { [8] = 0, [16] = 1 }
+local function map_dtype(ir)
+  local info = ir and require("cute.dtype").by_ir[ir]
+  if not info then return nil end
+  local k, b = info.kind, info.bits
+  if FLOAT_CODE[k] then return FLOAT_CODE[k] end
+  if k == "float" then return b == 32 and 7 or b == 64 and 8 or nil end
+  if k == "bool" then return nil end
+  if WIDTH_CODE[b] then return WIDTH_CODE[b] end
+  if b == 32 then return k == "int" and 3 or 2 end
+  if b == 64 then return k == "int" and 5 or 4 end
+end
+M.map_dtype = map_dtype
 local SWIZZLE_NAME = { [0] = "none", "32B", "64B", "128B" }
 M.SWIZZLE_NAME = SWIZZLE_NAME
 
@@ -88,6 +110,7 @@ local function dtype_name(d)
   end
   return nil
 end
+M.dtype_name = dtype_name
 
 ---------------------------------------------------------------------------
 -- the derivation (pure: no driver, no GPU)
@@ -128,10 +151,15 @@ end
 -- (0..3), swizzle_name, interleave, l2_promotion, oob_fill, tile (extent per
 -- gmem mode), boxes (boxes per tile, one CTA's share when multicast),
 -- tx_bytes, num_multicast, split_mode, smem_align (bytes the smem tile needs) }
-function M.tma_args(op_, g, smem_layout, cta_tiler, opts)
-  local F = "cute.nvgpu.cpasync.make_tiled_tma_atom"
+-- (what: the operation errors name; make_im2col_tma_atom derives its box here too)
+function M.tma_args(op_, g, smem_layout, cta_tiler, opts, what)
+  local F = what or "cute.nvgpu.cpasync.make_tiled_tma_atom"
   if not is_op(op_) then
     cf.fail(("%s: %s is not a TMA op (cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp() ...)"):format(F, show(op_)))
+  end
+  if op_.im2col and not what then
+    cf.fail(("%s: %s loads im2col tiles: make its atom with cute.nvgpu.cpasync.make_im2col_tma_atom(op, " ..
+      "activation, smem_layout, {filter = ..., stride =, padding =, dilation =})"):format(F, tostring(op_)))
   end
   opts = opts or {}
   if type(opts) ~= "table" then cf.fail(("%s: options must be a table {num_multicast = n}, got %s"):format(F, type(opts))) end
@@ -147,7 +175,7 @@ function M.tma_args(op_, g, smem_layout, cta_tiler, opts)
       :format(F, n_mc, tostring(op_)))
   end
   local dname = dtype_name(g.dtype)
-  local mdt = dname and MAP_DTYPE[dname]
+  local mdt = map_dtype(dname)
   if not mdt then
     cf.fail(("%s: the tensor's dtype %s has no TMA data type (8/16/32/64-bit integers and floats)"):format(F,
       show(dname or g.dtype)))

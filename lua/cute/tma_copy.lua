@@ -13,6 +13,9 @@
 -- A copy issues one cp.async.bulk.tensor per box of the tile (lua/cute/tma.lua
 -- derives the box); its coordinates are the first element's of each box in
 -- the coordinate tensor (the tma_tensor), in tensor-map dimension order.
+-- An im2col atom's box origin is (m, k) of the im2col matrix, turned into the
+-- instruction's coordinates and 16-bit filter-tap offsets by
+-- lua/cute/tma_im2col.lua (`...global.im2col.mbarrier::complete_tx::bytes`).
 local ffi = require("ffi")
 local cf = require("cute.ffi")
 local C = cf.C
@@ -20,6 +23,7 @@ local tr = require("cute.trace")
 local ten = require("cute.tensor")
 local lay = require("cute.layout")
 local tma = require("cute.tma")
+local im2col = require("cute.tma_im2col")
 
 local T, OP = tr.T, tr.OP
 local fail, setloc, mk = tr.fail, tr.setloc, tr.mk
@@ -359,11 +363,38 @@ function M.copy(a, src, dst, opts)
   for _, o in ipairs(box_origins(args, ext)) do
     local off = ten.crd2idx(R == 1 and o[1] or o, R == 1 and ss[1] or ss, R == 1 and sd[1] or sd, T.I32)
     local sp = smem_u32(ten.element_ptr(smem, off))
-    local c = coord_list(ct[R == 1 and o[1] or o], d)
-    local cc = {}
-    for j, m in ipairs(args.dim_modes) do cc[j] = c[m] end
+    local cc, offs = {}, nil
+    if op.im2col then -- (m, k) of the im2col matrix -> the instruction's coordinates and offsets
+      local c = coord_list(ct[o], 2)
+      cc, offs = im2col.box_coords(args, c[1], c[2])
+      for j = 1, d do cc[j] = coord_list(cc[j], 1)[1] end
+      for j = 1, #offs do
+        local v = coord_list(offs[j], 1)[1]
+        offs[j] = tr.cvt(v, T.U16)
+      end
+    else
+      local c = coord_list(ct[R == 1 and o[1] or o], d)
+      for j, m in ipairs(args.dim_modes) do cc[j] = c[m] end
+    end
     local slots = {}
-    if g2s then
+    if offs then
+      local argv = { sp, desc }
+      for j = 1, d do slots[j] = "$" .. (j + 1); argv[#argv + 1] = cc[j] end
+      argv[#argv + 1] = mbar
+      local oslots = {}
+      for j = 1, #offs do oslots[j] = "$" .. (#argv + j - 1) end
+      for j = 1, #offs do argv[#argv + 1] = offs[j] end
+      local cons = "r,l" .. string.rep(",r", d) .. ",r" .. string.rep(",h", #offs)
+      local ptx = ("cp.async.bulk.tensor.%dd.shared::cluster.global.im2col.mbarrier::complete_tx::bytes%s [$0], " ..
+        "[$1, {%s}], [$%d], {%s}"):format(d, op.multicast and ".multicast::cluster" or "", table.concat(slots, ", "),
+        d + 2, table.concat(oslots, ", "))
+      if op.multicast then
+        argv[#argv + 1] = mask
+        ptx = ptx .. (", $%d"):format(#argv - 1)
+        cons = cons .. ",h"
+      end
+      asm(ptx .. ";", cons .. ",~{memory}", argv)
+    elseif g2s then
       local argv = { sp, desc }
       for j = 1, d do slots[j] = "$" .. (j + 1); argv[#argv + 1] = cc[j] end
       argv[#argv + 1] = mbar
@@ -467,6 +498,7 @@ function M.install(cpasync)
   cpasync.tma_store_arrive = M.tma_store_arrive
   cpasync.tma_store_wait = M.tma_store_wait
   cpasync.create_tma_multicast_mask = M.create_tma_multicast_mask
+  im2col.install(cpasync)
 end
 
 return M

@@ -244,19 +244,23 @@ local KINDS = {
 M.KINDS = KINDS
 
 -- PTX type name of a dtype argument (IR names, runtime dtypes, CuTe DSL names)
-local PTX_OF = { f16 = "f16", bf16 = "bf16", tf32 = "tf32", f8e4m3 = "e4m3", f8e5m2 = "e5m2", i8 = "s8", u8 = "u8",
-  f32 = "f32", i32 = "s32", s32 = "s32", e4m3 = "e4m3", e5m2 = "e5m2", s8 = "s8" }
+-- (dtype.lua's info.ptx: the one table of scalar types)
+-- a wgmma operand type: an A/B kind of KINDS or an accumulator type of one
+local function wgmma_type(n)
+  if n == nil then return nil end
+  if KINDS[n] then return n end
+  for _, k in pairs(KINDS) do if k.acc[n] then return n end end
+end
 local function ptx_name(x, key, what)
   if x == nil then fail(("%s: %s is missing"):format(what, key)) end
-  if type(x) == "string" and PTX_OF[x] then return PTX_OF[x] end
   local info
   if type(x) == "table" and type(x.name) == "string" then info = dt.by_dtype[x.name] end
-  if type(x) == "string" then info = dt.by_dtype[x] or dt.by_ir[x] or dt.by_cute[x] end
+  if type(x) == "string" then info = dt.by_ptx[x] or dt.by_dtype[x] or dt.by_ir[x] or dt.by_cute[x] end
   if type(x) == "function" then
     local kern = require("cute.kernel")
     for _, n in ipairs(dt.cute_names) do if kern[n] == x then info = dt.by_cute[n] end end
   end
-  local n = info and PTX_OF[info.ir]
+  local n = info and wgmma_type(info.ptx)
   if not n then fail(("%s: %s = %s is not a wgmma type (f16, bf16, tf32, e4m3, e5m2, s8, u8; f32, f16, s32)")
     :format(what, key, show(x))) end
   return n
@@ -347,8 +351,8 @@ local function wgmma_text(sp)
   local b = "$" .. o
   local p = "$" .. (o + 1)
   local tail
-  local float16 = sp.at == "f16" or sp.at == "bf16"
-  if float16 then tail = sp.rs and (", 1, 1, %d"):format(sp.tb) or (", 1, 1, %d, %d"):format(sp.ta, sp.tb)
+  local sixteen_bit = sp.at == "f16" or sp.at == "bf16"
+  if sixteen_bit then tail = sp.rs and (", 1, 1, %d"):format(sp.tb) or (", 1, 1, %d, %d"):format(sp.ta, sp.tb)
   elseif sp.at == "tf32" or sp.at == "e4m3" or sp.at == "e5m2" then tail = ", 1, 1"
   else tail = "" end
   local text = ("{\n.reg .pred p;\nsetp.ne.b32 p, %s, 0;\n%s {%s}, %s, %s, p%s;\n}"):format(p, sp.ptx,

@@ -57,8 +57,6 @@ local warpgroup = {
 }
 M.warpgroup = warpgroup
 
-local DNAME = { float16 = true, bfloat16 = true, float32 = true, tfloat32 = true, float8_e4m3fn = true,
-  float8_e5m2 = true, int8 = true, uint8 = true, int32 = true }
 local function dtype_name(fname, key, x, allowed)
   local n
   if type(x) == "table" and type(x.name) == "string" and dt.dtypes[x.name] == x then n = x.name
@@ -68,7 +66,7 @@ local function dtype_name(fname, key, x, allowed)
     for _, c in ipairs(dt.cute_names) do if k[c] == x then n = dt.by_cute[c].dtype end end
   end
   if x == nil then failf(fname, "argument %s is missing", key) end
-  if not n or not DNAME[n] then failf(fname, "%s = %s is not a dtype (allowed: %s)", key, show(x), table.concat(allowed, ", ")) end
+  if not n or not dt.dtypes[n] then failf(fname, "%s = %s is not a dtype (allowed: %s)", key, show(x), table.concat(allowed, ", ")) end
   for _, a in ipairs(allowed) do if a == n then return n end end
   failf(fname, "%s = %s is not supported (allowed: %s)", key, n, table.concat(allowed, ", "))
 end
@@ -107,8 +105,11 @@ local function get_args(fname, names, ...)
   return args
 end
 
-local PTX = { float16 = "f16", bfloat16 = "bf16", float32 = "f32", tfloat32 = "tf32", float8_e4m3fn = "e4m3",
-  float8_e5m2 = "e5m2", int8 = "s8", uint8 = "u8", int32 = "s32" }
+-- PTX type names by dtype name, from dtype.lua's one table (info.ptx)
+local PTX = setmetatable({}, { __index = function(_, name)
+  local info = require("cute.dtype").by_dtype[name]
+  return info and info.ptx
+end })
 
 local function make_op(fname, short, a, at, bt, acc)
   local sh = a.shape_mnk
@@ -163,8 +164,8 @@ end
 local I8 = "cute.nvgpu.warpgroup.MmaI8Op"
 function warpgroup.MmaI8Op(...)
   local a = get_args(I8, { "a_dtype", "b_dtype", "acc_dtype", "shape_mnk" }, ...)
-  local i8 = { "int8", "uint8" }
-  local at, bt = dtype_name(I8, "a_dtype", a.a_dtype, i8), dtype_name(I8, "b_dtype", a.b_dtype, i8)
+  local ints = { "int8", "uint8" }
+  local at, bt = dtype_name(I8, "a_dtype", a.a_dtype, ints), dtype_name(I8, "b_dtype", a.b_dtype, ints)
   local acc = dtype_name(I8, "acc_dtype", a.acc_dtype, { "int32" })
   return make_op(I8, "MmaI8Op", a, at, bt, acc)
 end
