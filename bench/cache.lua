@@ -29,10 +29,7 @@ if arg[1] == "--child" then
       specs = { s, s, s }
     end
   else
-    local saved = arg
-    arg, CUTE_EXAMPLE_LIB = { [0] = exdir .. "gemm_bf16_arch.lua" }, true
-    local g = dofile(arg[0]).make_gemm{}
-    arg, CUTE_EXAMPLE_LIB = saved, nil
+    local g = ex.load("gemm_bf16_arch").make_gemm{}
     k = g.kernel:with({ use_ptxas = use_ptxas })
     local M, N, K = 1024, 1024, 1024
     if gpu then

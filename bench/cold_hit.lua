@@ -14,15 +14,13 @@ if arg[1] == "--child" then
   local cute = require("cute")
   local c0 = os.clock()
   local k, specs
+  local ex = dofile(exdir .. "common.lua")
   if arg[2] == "gemm" then
-    local saved = arg
-    arg, CUTE_EXAMPLE_LIB = { [0] = exdir .. "gemm_bf16_arch.lua" }, true
-    k = dofile(arg[0]).make_gemm{}.kernel
-    arg, CUTE_EXAMPLE_LIB = saved, nil
+    k = ex.load("gemm_bf16_arch").make_gemm{}.kernel
     local function sp(r, c) return cute.dynamic(cute.tensor_spec({ r, c }, cute.bfloat16), { index_bits = 32 }) end
     specs = { sp(1024, 1024), sp(1024, 1024), sp(1024, 1024), cute.Float32(1), cute.Float32(0) }
   else
-    k = dofile(exdir .. "common.lua").load_kernel("vector_add")
+    k = ex.load_kernel("vector_add")
     local s = cute.tensor_spec({ 2 ^ 20 }, cute.float32)
     specs = { s, s, s }
   end

@@ -12,7 +12,7 @@
 -- >= 200 ms, >= 50 alternating rounds, medians).
 local cute = require("cute")
 local here = (arg[0]:match("(.*/)") or "./")
-local exdir = here .. "../examples/"
+local ex = dofile(here .. "../examples/common.lua")
 local timing = dofile(here .. "timing.lua")
 
 local B, H, S, D = tonumber(arg[1]) or 4, tonumber(arg[2]) or 16, tonumber(arg[3]) or 4096, tonumber(arg[4]) or 128
@@ -21,12 +21,7 @@ if not cute.available() then
   return
 end
 
--- the example as a module
-local f = assert(loadfile(exdir .. "flash_attention_fwd.lua"))
-local env = getfenv(f)
-env.arg, env.CUTE_EXAMPLE_LIB = { [0] = exdir .. "flash_attention_fwd.lua" }, true
-local FA = f()
-env.CUTE_EXAMPLE_LIB = nil
+local FA = ex.load("flash_attention_fwd")
 
 -- PyTorch's figures (same GPU, same job)
 local base = {}
@@ -50,7 +45,7 @@ local v = cute.zeros({ B * H, S, D }, cute.bfloat16)
 local o = cute.zeros({ B * H, S, D }, cute.bfloat16)
 -- small random values (the timing does not depend on them, NaNs would not matter either)
 do
-  local r, t = dofile(exdir .. "common.lua").rand_floats(n, -1, 1), {}
+  local r, t = ex.rand_floats(n, -1, 1), {}
   for i = 0, n - 1 do t[i + 1] = r[i] end
   q:copy_from(t); k:copy_from(t); v:copy_from(t)
 end

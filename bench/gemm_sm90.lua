@@ -36,16 +36,6 @@ local function row(name, ours, bname, bval, target)
   io.stdout:flush()
 end
 
-local function lib(name)
-  local saved = arg
-  arg = { [0] = here .. "../examples/" .. name .. ".lua" }
-  CUTE_EXAMPLE_LIB = true
-  local m = dofile(arg[0])
-  CUTE_EXAMPLE_LIB = nil
-  arg = saved
-  return m
-end
-
 local tm = timing.new()
 local function tflops(label, n, fn)
   local r = tm:time(label, fn)
@@ -59,7 +49,7 @@ local function cfg_name(g)
 end
 
 -- bf16
-local sm90 = lib("gemm_sm90")
+local sm90 = ex.load("gemm_sm90")
 -- cooperative (both consumer warpgroups on one 128 x BN tile), then ping-pong (one
 -- warpgroup per tile, "pp": BM x BN is one warpgroup's tile)
 local CONFIGS = { { bn = 256 }, { bn = 128 }, { bn = 256, cluster_m = 1 },
@@ -81,7 +71,7 @@ for _, n in ipairs(sizes) do
 end
 
 -- fp8 e4m3 -> bf16, per-tensor scales (1, 1)
-local fp8 = lib("gemm_fp8_sm90")
+local fp8 = ex.load("gemm_fp8_sm90")
 for _, n in ipairs(sizes) do
   local A = cute.from_host(ex.rand_floats(n * n), cute.float8_e4m3fn, { n, n })
   local B = cute.from_host(ex.rand_floats(n * n), cute.float8_e4m3fn, { n, n })

@@ -7,12 +7,7 @@ local ex = dofile(here .. "../examples/common.lua")
 local timing = dofile(here .. "timing.lua")
 if not cute.available() then print("bench/gemm_sweep.lua needs a GPU"); return end
 local name, n = arg[1] or "gemm_bf16", tonumber(arg[2]) or 8192
-local saved = arg
-arg = { [0] = here .. "../examples/" .. name .. ".lua" }
-CUTE_EXAMPLE_LIB = true
-local m = dofile(arg[0])
-CUTE_EXAMPLE_LIB = nil
-arg = saved
+local m = ex.load(name)
 local A = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
 local B = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
 local Cm = cute.zeros({ n, n }, cute.bfloat16)

@@ -26,16 +26,6 @@ local function row(name, ours, bname, bval, target)
   io.stdout:flush()
 end
 
-local function lib(name)
-  local saved = arg
-  arg = { [0] = here .. "../examples/" .. name .. ".lua" }
-  CUTE_EXAMPLE_LIB = true
-  local m = dofile(arg[0])
-  CUTE_EXAMPLE_LIB = nil
-  arg = saved
-  return m
-end
-
 local tm = timing.new()
 local function tflops(label, n, fn)
   local r = tm:time(label, fn)
@@ -43,7 +33,7 @@ local function tflops(label, n, fn)
 end
 
 -- bf16 GEMM, cute.arch version, C = A B^T (K-major A and B), the best tile of the sweep
-local arch = lib("gemm_bf16_arch")
+local arch = ex.load("gemm_bf16_arch")
 for _, n in ipairs(sizes) do
   local A = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
   local B = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
@@ -60,7 +50,7 @@ for _, n in ipairs(sizes) do
 end
 
 -- bf16 GEMM, CuTe vocabulary (examples/gemm_bf16.lua: run-time M, N, K, one compile for all sizes)
-local cutev = lib("gemm_bf16")
+local cutev = ex.load("gemm_bf16")
 for _, n in ipairs(sizes) do
   local A = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
   local B = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
@@ -81,7 +71,7 @@ local TILES = { { bm = 128, bn = 256, warps_m = 2, warps_n = 4, stages = 4 },
 local function tile_name(c)
   return ("%dx%d s%d%s"):format(c.bm, c.bn, c.stages, c.prefetch_across and " pf" or "")
 end
-local tf32 = lib("gemm_tf32_multistage")
+local tf32 = ex.load("gemm_tf32_multistage")
 for _, n in ipairs(sizes) do
   local A = cute.from_host(ex.rand_floats(n * n), cute.float32, { n, n })
   local B = cute.from_host(ex.rand_floats(n * n), cute.float32, { n, n })
@@ -93,7 +83,7 @@ for _, n in ipairs(sizes) do
   end
   A:free(); B:free(); Cm:free()
 end
-local int8 = lib("gemm_int8_multistage")
+local int8 = ex.load("gemm_int8_multistage")
 for _, n in ipairs(sizes) do
   local A, B = cute.zeros({ n, n }, cute.int8), cute.zeros({ n, n }, cute.int8)
   local Cm = cute.zeros({ n, n }, cute.int32)

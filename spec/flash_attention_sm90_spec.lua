@@ -23,16 +23,7 @@ local C = require("cute.ffi").C
 local util = dofile("spec/support/util.lua")
 
 local PTXAS = C.cute_ptxas_path() ~= nil
-local function load_example()
-  local f = assert(loadfile("examples/flash_attention_sm90.lua"))
-  local env = getfenv(f) -- the example returns its module when CUTE_EXAMPLE_LIB is set
-  local saved = env.arg
-  env.arg, env.CUTE_EXAMPLE_LIB = { [0] = "examples/flash_attention_sm90.lua" }, true
-  local M = f()
-  env.arg, env.CUTE_EXAMPLE_LIB = saved, nil
-  return M
-end
-local FA3 = load_example()
+local FA3 = dofile("examples/common.lua").load("flash_attention_sm90")
 
 local function count(s, pat)
   local _, n = s:gsub(pat, "")

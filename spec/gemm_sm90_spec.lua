@@ -12,17 +12,7 @@ local has = util.has
 local bf16, e4m3 = cute.bfloat16, cute.float8_e4m3fn
 local PTXAS = C.cute_ptxas_path() ~= nil
 local ex = dofile("examples/common.lua")
-
-local function example(name)
-  local saved = _G.arg
-  _G.arg = { [0] = "examples/" .. name .. ".lua" }
-  _G.CUTE_EXAMPLE_LIB = true
-  local ok, m = pcall(dofile, _G.arg[0])
-  _G.CUTE_EXAMPLE_LIB = nil
-  _G.arg = saved
-  assert(ok, m)
-  return m
-end
+local example = ex.load
 
 local function count(s, pat)
   local n = 0
