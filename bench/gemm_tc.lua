@@ -12,25 +12,10 @@ if not cute.available() then
   print("bench/gemm_tc.lua needs a GPU: " .. select(2, cute.available()))
   return
 end
-local base = timing.json_numbers(arg[1])
-local sizes = {}
-for i = 2, #arg do sizes[#sizes + 1] = tonumber(arg[i]) end
-if #sizes == 0 then sizes = { 4096, 8192 } end
-
-local dev = cute.device(0)
-print(("device: %s, %d SMs, cc %d.%d"):format(dev.name, dev.sm_count, dev.cc[1], dev.cc[2]))
-print(("%-40s %10s  %-24s %10s %8s  %s"):format("benchmark", "ours", "baseline", "baseline", "ratio", "target"))
-local function row(name, ours, bname, bval, target)
-  print(("%-40s %10.1f  %-24s %10s %8s  %s"):format(name, ours, bname, bval and ("%.1f"):format(bval) or "-",
-    bval and ("%.3fx"):format(ours / bval) or "-", target or ""))
-  io.stdout:flush()
-end
-
+local base, sizes = timing.gemm_args(arg)
+timing.gemm_header("benchmark (TFLOP/s; int8: TOP/s)")
+local row = timing.row
 local tm = timing.new()
-local function tflops(label, n, fn)
-  local r = tm:time(label, fn)
-  return 2 * n ^ 3 / r.ms.median / 1e9
-end
 
 -- bf16 GEMM, cute.arch version, C = A B^T (K-major A and B), the best tile of the sweep
 local arch = ex.load("gemm_bf16_arch")
@@ -41,7 +26,7 @@ for _, n in ipairs(sizes) do
   for _, cfg in ipairs({ { bm = 128, bn = 256, warps_m = 2, warps_n = 4, stages = 4 },
                          { bm = 128, bn = 128, warps_m = 2, warps_n = 2, stages = 3 } }) do
     local g = arch.make_gemm(cfg)
-    local t = tflops("arch", n, function() g.launch(A, B, Cm, 1, 0) end)
+    local t = tm:tflops("arch", n, function() g.launch(A, B, Cm, 1, 0) end)
     local label = ("bf16 %d^3 arch %dx%dx64 s%d"):format(n, cfg.bm, cfg.bn, cfg.stages)
     row(label, t, "cuBLAS (torch.matmul)", base["bf16_" .. n], ">= 0.6x")
     if cfg.bm == 128 and cfg.bn == 128 then row(label, t, "Triton 128x128x64 s4", base["triton_bf16_" .. n], ">= 1.0x") end
@@ -56,7 +41,7 @@ for _, n in ipairs(sizes) do
   local B = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
   local Cm = cute.zeros({ n, n }, cute.bfloat16)
   local g = cutev.make_gemm{ bm = 128, bn = 256, warps_m = 2, warps_n = 4, stages = 4 }
-  local t = tflops("cute", n, function() g.launch(A, B, Cm, 1, 0) end)
+  local t = tm:tflops("cute", n, function() g.launch(A, B, Cm, 1, 0) end)
   row(("bf16 %d^3 CuTe TiledMMA 128x256x64 s4"):format(n), t, "cuBLAS (torch.matmul)", base["bf16_" .. n], ">= 0.6x")
   A:free(); B:free(); Cm:free()
 end
@@ -78,7 +63,7 @@ for _, n in ipairs(sizes) do
   local Cm = cute.zeros({ n, n }, cute.float32)
   for _, cfg in ipairs(TILES) do
     local g = tf32.make_gemm(cfg)
-    local t = tflops("tf32", n, function() g.launch(A, B, Cm, 1, 0) end)
+    local t = tm:tflops("tf32", n, function() g.launch(A, B, Cm, 1, 0) end)
     row(("tf32 %d^3 multistage %s"):format(n, tile_name(cfg)), t, "cuBLAS tf32", base["tf32_" .. n], "")
   end
   A:free(); B:free(); Cm:free()
@@ -90,7 +75,7 @@ for _, n in ipairs(sizes) do
   for ti = 1, 2 do -- (int8 with prefetch_across spills: its byte fragments cross the loop edge)
     local cfg = TILES[ti]
     local g = int8.make_gemm(cfg)
-    local t = tflops("int8", n, function() g.launch(A, B, Cm, 1, 0) end)
+    local t = tm:tflops("int8", n, function() g.launch(A, B, Cm, 1, 0) end)
     row(("int8 %d^3 TOP/s multistage %s"):format(n, tile_name(cfg)), t, "torch._int_mm", base["int8_" .. n], "")
   end
   A:free(); B:free(); Cm:free()

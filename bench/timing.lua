@@ -128,6 +128,11 @@ function Timer:time(name, fn, opts)
   return self:compare({ { name, fn } }, opts)[1]
 end
 
+-- the rate of an n x n x n GEMM timed alone: 2 n^3 / median, in TFLOP/s (TOP/s)
+function Timer:tflops(name, n, fn, opts)
+  return 2 * n ^ 3 / self:time(name, fn, opts).ms.median / 1e9
+end
+
 -- per-round ratio r[j] time / r[i] time: how many times faster i is than j
 -- (for rates: i's rate / j's rate)
 function T.ratio(r, i, j)
@@ -164,6 +169,51 @@ function T.gpu_state()
   p:close()
   if not line or line == "" then return nil end
   return "SM clock, mem clock, temperature, power: " .. line
+end
+
+-- The tensor-core GEMM benches' table (bench/gemm_tc.lua, bench/gemm_sm90.lua):
+-- the device, its clocks and the column headings; title heads the first column
+function T.gemm_header(title)
+  local dev = cute.device(0)
+  print(("device: %s, %d SMs, cc %d.%d"):format(dev.name, dev.sm_count, dev.cc[1], dev.cc[2]))
+  print(T.gpu_state() or "(no nvidia-smi)")
+  print(("%-40s %10s  %-26s %10s %8s  %s"):format(title, "ours", "baseline", "baseline", "ratio", "target"))
+end
+
+-- one row of that table: our rate, a baseline's (nil when it was not measured:
+-- "-"), ours / baseline and the target
+function T.row_text(name, ours, bname, bval, target)
+  return ("%-40s %10.1f  %-26s %10s %8s  %s"):format(name, ours, bname, bval and ("%.1f"):format(bval) or "-",
+    bval and ("%.3fx"):format(ours / bval) or "-", target or "")
+end
+
+function T.row(...)
+  print(T.row_text(...))
+  io.stdout:flush()
+end
+
+-- the GEMM benches' command line: baselines.json [sizes...] -> the baselines'
+-- numbers and the sizes (default 4096 8192)
+function T.gemm_args(args)
+  local sizes = {}
+  for i = 2, #args do
+    sizes[i - 1] = tonumber(args[i]) or error(("bench: size %q is not a number"):format(args[i]), 0)
+  end
+  if #sizes == 0 then sizes = { 4096, 8192 } end
+  return T.json_numbers(args[1]), sizes
+end
+
+-- a baseline script's figures (a flat JSON object) from the file `path` when
+-- given, else from what `command` prints (its stderr dropped); {} when neither
+-- gives any.  Returns the numbers and the text.
+function T.baselines(path, command)
+  local text
+  local f = path and io.open(path) or (not path and command and io.popen(command .. " 2>/dev/null"))
+  if f then
+    text = f:read("*a")
+    f:close()
+  end
+  return T.json_numbers(text), text
 end
 
 -- the numbers of a flat JSON object (the baselines bench/*.py print): text, or a file path
