@@ -300,7 +300,7 @@ describe("FlashAttention-3-style forward (sm_90a)", function()
   for _, s in ipairs({ 200, 333, 1024 }) do
     for _, d in ipairs({ 64, 128 }) do
       for _, causal in ipairs({ false, true }) do
-        util.gpu_it(("B=1 H=2 S=%d D=%d%s against the CPU reference"):format(s, d, causal and " causal" or ""),
+        util.hopper_it(("B=1 H=2 S=%d D=%d%s against the CPU reference"):format(s, d, causal and " causal" or ""),
           function()
             local maxerr, rel = FA3.check({ d = d, causal = causal }, 1, 2, s)
             assert.is_true(rel < 1e-2, ("relative error %g"):format(rel))
@@ -313,7 +313,7 @@ describe("FlashAttention-3-style forward (sm_90a)", function()
     { epilogue = "direct" } }) do
     local name = {}
     for k2, x in pairs(v) do name[#name + 1] = k2 .. " = " .. tostring(x) end
-    util.gpu_it(("B=2 H=3 S=333 D=128 causal, %s against the CPU reference"):format(table.concat(name, ", ")), function()
+    util.hopper_it(("B=2 H=3 S=333 D=128 causal, %s against the CPU reference"):format(table.concat(name, ", ")), function()
       local opts = { d = 128, causal = true }
       for k2, x in pairs(v) do opts[k2] = x end
       local maxerr, rel = FA3.check(opts, 2, 3, 333)

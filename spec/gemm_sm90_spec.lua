@@ -286,11 +286,6 @@ end)
 
 -- on the GPU ----------------------------------------------------------------------
 
-local function sm90_gpu()
-  local d = cute.device(0)
-  return d.cc[1] >= 9, ("the GPU is %s (cc %d.%d), not sm_90"):format(d.name, d.cc[1], d.cc[2])
-end
-
 -- gemm(A, B, C, alpha, beta) on random data, every element against the CPU reference;
 -- clusters: launch that many persistent clusters (default: as many as the SMs hold)
 local function check_all(g, ab, c_dtype, M, N, K, alpha, beta, tol, clusters)
@@ -372,9 +367,7 @@ end
 
 describe("examples/gemm_sm90.lua on an sm_90 GPU", function()
   local m = example("gemm_sm90")
-  util.gpu_it("odd sizes, alpha and beta, every element against a CPU reference", function()
-    local ok, why = sm90_gpu()
-    if not ok then return pending(why) end
+  util.hopper_it("odd sizes, alpha and beta, every element against a CPU reference", function()
     for _, cfg in ipairs({ { bn = 256 }, { bn = 128 }, { bn = 256, cluster_m = 1 } }) do
       local g = m.make_gemm(cfg)
       for _, s in ipairs({ { 1000, 1030, 520 }, { 129, 257, 64 }, { 1, 1, 8 }, { 384, 512, 1024 } }) do
@@ -384,9 +377,7 @@ describe("examples/gemm_sm90.lua on an sm_90 GPU", function()
     end
   end)
 
-  util.gpu_it("4096^3: sampled elements against CPU dot products", function()
-    local ok, why = sm90_gpu()
-    if not ok then return pending(why) end
+  util.hopper_it("4096^3: sampled elements against CPU dot products", function()
     check_sampled(m.make_gemm{ bn = 256 }, 4096)
   end)
 end)
@@ -399,9 +390,7 @@ describe("examples/gemm_sm90.lua, schedule = \"pingpong\", on an sm_90 GPU", fun
     for k, v in pairs(cfg) do c[k] = v end
     return m.make_gemm(c)
   end
-  util.gpu_it("odd sizes, alpha and beta, every element against a CPU reference", function()
-    local ok, why = sm90_gpu()
-    if not ok then return pending(why) end
+  util.hopper_it("odd sizes, alpha and beta, every element against a CPU reference", function()
     for _, cfg in ipairs(PP) do
       local g = gemm(cfg)
       for _, s in ipairs({ { 1000, 1030, 520 }, { 129, 257, 64 }, { 1, 1, 8 }, { 384, 512, 1024 } }) do
@@ -414,9 +403,7 @@ describe("examples/gemm_sm90.lua, schedule = \"pingpong\", on an sm_90 GPU", fun
   -- few persistent clusters: each CTA runs many tiles, both warpgroups take turns over
   -- odd and even numbers of them, and the ring's phases wrap many times with k-tile
   -- counts below, at and above the stage count (K = 64, 200, 520: 1, 4, 9 k-tiles of 64)
-  util.gpu_it("odd sizes on 1, 3 and 7 clusters: many tiles per CTA, every element against a CPU reference", function()
-    local ok, why = sm90_gpu()
-    if not ok then return pending(why) end
+  util.hopper_it("odd sizes on 1, 3 and 7 clusters: many tiles per CTA, every element against a CPU reference", function()
     for _, cfg in ipairs(PP) do
       local g = gemm(cfg)
       for _, clusters in ipairs({ 1, 3, 7 }) do
@@ -428,16 +415,12 @@ describe("examples/gemm_sm90.lua, schedule = \"pingpong\", on an sm_90 GPU", fun
     end
   end)
 
-  util.gpu_it("4096^3: sampled elements against CPU dot products", function()
-    local ok, why = sm90_gpu()
-    if not ok then return pending(why) end
+  util.hopper_it("4096^3: sampled elements against CPU dot products", function()
     check_sampled(gemm{ bm = 64, bn = 256 }, 4096)
     check_sampled(gemm{ bm = 128, bn = 128 }, 4096)
   end)
 
-  util.gpu_it("fp8 e4m3 (gemm_fp8_sm90.lua), bf16 and f32 out, every element against a CPU reference", function()
-    local ok, why = sm90_gpu()
-    if not ok then return pending(why) end
+  util.hopper_it("fp8 e4m3 (gemm_fp8_sm90.lua), bf16 and f32 out, every element against a CPU reference", function()
     local fp8 = example("gemm_fp8_sm90")
     for _, out in ipairs({ bf16, cute.float32 }) do
       for _, t in ipairs({ { 64, 256 }, { 128, 128 } }) do
@@ -449,9 +432,7 @@ end)
 
 describe("examples/gemm_fp8_sm90.lua on an sm_90 GPU", function()
   local m = example("gemm_fp8_sm90")
-  util.gpu_it("odd sizes, e4m3 in, bf16 and f32 out, scales, every element against a CPU reference", function()
-    local ok, why = sm90_gpu()
-    if not ok then return pending(why) end
+  util.hopper_it("odd sizes, e4m3 in, bf16 and f32 out, scales, every element against a CPU reference", function()
     for _, out in ipairs({ bf16, cute.float32 }) do check_fp8(m.make_gemm{ c_dtype = out, bn = 128 }, out) end
   end)
 end)

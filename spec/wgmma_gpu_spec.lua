@@ -11,21 +11,7 @@ local cute = require("cute")
 local util = dofile("spec/support/util.lua")
 local wgg = dofile("spec/support/wgmma_gemm.lua")
 
--- the device is sm_90 (Hopper)?  (checked inside the tests: the GPU may be absent)
-local function hopper()
-  local ok, arch = pcall(function() return require("cute.compile").device_arch() end)
-  return ok and arch == "sm_90a"
-end
-
-local function gpu_it(name, fn)
-  util.gpu_it(name, function()
-    if not hopper() then
-      pending("needs an sm_90a GPU (H100)")
-      return
-    end
-    fn()
-  end)
-end
+local gpu_it = util.hopper_it -- (pending without an sm_90a GPU)
 
 -- n random values: multiples of 1/4 in [-2, 2] (integers in [-2, 2] when ints)
 local function rand_vals(n, ints)

@@ -90,14 +90,36 @@ function M.one_based(t, n)
   return o
 end
 
-function M.gpu_it(name, fn)
+-- a test tagged #gpu in the calling spec's environment: pending without a GPU
+local function gpu_test(env, name, fn)
   if gpu == nil then gpu, why = require("cute").available() end
-  local env = getfenv(2)
   if gpu then
     env.it(name .. " #gpu", fn)
   else
     env.it(name .. " #gpu", function() env.pending("needs a GPU: " .. tostring(why)) end)
   end
+end
+
+function M.gpu_it(name, fn) gpu_test(getfenv(2), name, fn) end
+
+-- is the device an sm_90a one (Hopper: wgmma, TMA, clusters, setmaxnreg)?
+-- false and why not otherwise
+function M.sm90()
+  local arch = require("cute.compile").device_arch()
+  if arch == "sm_90a" then return true end
+  if not arch then return false, "needs an sm_90a GPU (Hopper): no GPU here" end
+  local d = require("cute").device()
+  return false, ("needs an sm_90a GPU (Hopper): the device is %s (%s)"):format(d.name, d.arch)
+end
+
+-- a #gpu test that needs an sm_90a device: pending without a GPU and on another one
+function M.hopper_it(name, fn)
+  local env = getfenv(2)
+  gpu_test(env, name, function()
+    local ok, why = M.sm90()
+    if not ok then return env.pending(why) end
+    fn()
+  end)
 end
 
 return M
