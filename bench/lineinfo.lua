@@ -11,15 +11,23 @@ local ex = dofile(exdir .. "common.lua")
 local reps = tonumber(arg[1]) or 15
 local PTXAS = C.cute_ptxas_path() ~= nil
 
+local function lib(file)
+  local saved = arg
+  arg, CUTE_EXAMPLE_LIB = { [0] = exdir .. file }, true
+  local m = dofile(arg[0])
+  arg, CUTE_EXAMPLE_LIB = saved, nil
+  return m
+end
+
 local cases = {}
 do
   local s = cute.tensor_spec({ 2 ^ 20 }, cute.float32)
   cases[#cases + 1] = { "vector add", ex.load_kernel("vector_add"), { s, s, s } }
-  local g = ex.load("gemm_bf16_arch").make_gemm{}
+  local g = lib("gemm_bf16_arch.lua").make_gemm{}
   local function sp(r, c) return cute.dynamic(cute.tensor_spec({ r, c }, cute.bfloat16), { index_bits = 32 }) end
   cases[#cases + 1] = { "bf16 GEMM (sm_80 path)", g.kernel,
     { sp(1024, 1024), sp(1024, 1024), sp(1024, 1024), cute.Float32(1), cute.Float32(0) } }
-  local fa = ex.load("flash_attention_fwd")
+  local fa = lib("flash_attention_fwd.lua")
   cases[#cases + 1] = { "attention forward d128", fa.make_kernel({ d = 128 }), { fa.specs(4, 1024, 128) } }
 end
 

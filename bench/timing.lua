@@ -216,6 +216,28 @@ function T.baselines(path, command)
   return T.json_numbers(text), text
 end
 
+-- Benchmarks of cold processes run their own script again: `env` (NAME=value
+-- words, or "") before this interpreter, then arg[0], "--child" and `args`.
+-- The child prints key=value words: returned as a table (numbers as numbers);
+-- an error with the child's output when the key `want` is missing.
+local self_exe
+function T.child(env, args, want)
+  if not self_exe then
+    local ffi = require("ffi")
+    pcall(ffi.cdef, "int getpid(void);")
+    local p = io.popen("readlink -f /proc/" .. ffi.C.getpid() .. "/exe")
+    self_exe = p:read("*l")
+    p:close()
+  end
+  local p = io.popen(("%s %s %s --child %s 2>&1"):format(env, self_exe, arg[0], args))
+  local out = p:read("*a")
+  p:close()
+  local r = {}
+  for key, v in out:gmatch("([%w_]+)=(%S+)") do r[key] = tonumber(v) or v end
+  if r[want] == nil then error("child failed:\n" .. out, 0) end
+  return r
+end
+
 -- the numbers of a flat JSON object (the baselines bench/*.py print): text, or a file path
 function T.json_numbers(text_or_path)
   local text = text_or_path

@@ -142,4 +142,21 @@ describe("bench/timing.lua", function()
     assert.are.same({}, (timing.baselines(path .. ".missing", "echo '{\"x\": 1}'")))
     os.remove(path)
   end)
+
+  it("child(): runs this script again with --child, its environment and arguments; key=value words back", function()
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write('if arg[1] == "--child" then print(("RESULT n=%s word=%s_%s"):format(os.getenv("CHILD_N"), arg[2], arg[3])) end')
+    f:close()
+    local saved = _G.arg
+    _G.arg = { [0] = path }
+    local ok, r = pcall(timing.child, "CHILD_N=42", "a b", "n")
+    local ok2, err = pcall(timing.child, "", "a b", "missing")
+    _G.arg = saved
+    os.remove(path)
+    assert(ok, r)
+    assert.are.same({ n = 42, word = "a_b" }, r)
+    assert.is_false(ok2)
+    assert.truthy(err:find("child failed:\nRESULT n=nil word=a_b", 1, true), err)
+  end)
 end)

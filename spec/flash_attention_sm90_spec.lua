@@ -25,10 +25,7 @@ local util = dofile("spec/support/util.lua")
 local PTXAS = C.cute_ptxas_path() ~= nil
 local FA3 = dofile("examples/common.lua").load("flash_attention_sm90")
 
-local function count(s, pat)
-  local _, n = s:gsub(pat, "")
-  return n
-end
+local count = util.count
 
 describe("FlashAttention-3-style forward (sm_90a)", function()
   it("the A fragment of k-block kb (P in registers) is accumulator elements 8 kb .. 8 kb + 7, same rows and keys", function()

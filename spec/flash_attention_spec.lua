@@ -20,10 +20,7 @@ local PTXAS = C.cute_ptxas_path() ~= nil
 local FA = dofile("examples/common.lua").load("flash_attention_fwd")
 local _ = cute._
 
-local function count(s, pat)
-  local _, n = s:gsub(pat, "")
-  return n
-end
+local count = util.count
 
 describe("FlashAttention-2 forward", function()
   -- (warps, block_m) configurations: the default (8, 128), and 4 warps with one

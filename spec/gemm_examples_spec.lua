@@ -12,11 +12,7 @@ local PTXAS = C.cute_ptxas_path() ~= nil
 local ex = dofile("examples/common.lua")
 local example = ex.load
 
-local function count(s, pat)
-  local n = 0
-  for _ in s:gmatch(pat) do n = n + 1 end
-  return n
-end
+local count = util.count
 
 local function dyn(t) return cute.dynamic(t, { index_bits = 32 }) end
 local function spec2(r, c) return dyn(cute.tensor_spec({ r, c }, bf16)) end

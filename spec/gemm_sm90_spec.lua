@@ -14,11 +14,7 @@ local PTXAS = C.cute_ptxas_path() ~= nil
 local ex = dofile("examples/common.lua")
 local example = ex.load
 
-local function count(s, pat)
-  local n = 0
-  for _ in s:gmatch(pat) do n = n + 1 end
-  return n
-end
+local count = util.count
 
 -- compile the kernel gemm.args picks for tensor specs (no GPU: 66 clusters, an H100's)
 local function compile(g, ab, c_dtype, beta, n)
@@ -365,15 +361,19 @@ local function check_fp8(g, out)
   end
 end
 
+-- every element of the bf16 gemm g at odd sizes, with alpha and beta and with beta = 0
+local function check_odd_sizes(g)
+  for _, s in ipairs({ { 1000, 1030, 520 }, { 129, 257, 64 }, { 1, 1, 8 }, { 384, 512, 1024 } }) do
+    check_all(g, bf16, bf16, s[1], s[2], s[3], 0.75, -1.25, 0.02)
+    check_all(g, bf16, bf16, s[1], s[2], s[3], 1.5, 0, 0.02)
+  end
+end
+
 describe("examples/gemm_sm90.lua on an sm_90 GPU", function()
   local m = example("gemm_sm90")
   util.hopper_it("odd sizes, alpha and beta, every element against a CPU reference", function()
     for _, cfg in ipairs({ { bn = 256 }, { bn = 128 }, { bn = 256, cluster_m = 1 } }) do
-      local g = m.make_gemm(cfg)
-      for _, s in ipairs({ { 1000, 1030, 520 }, { 129, 257, 64 }, { 1, 1, 8 }, { 384, 512, 1024 } }) do
-        check_all(g, bf16, bf16, s[1], s[2], s[3], 0.75, -1.25, 0.02)
-        check_all(g, bf16, bf16, s[1], s[2], s[3], 1.5, 0, 0.02)
-      end
+      check_odd_sizes(m.make_gemm(cfg))
     end
   end)
 
@@ -391,13 +391,7 @@ describe("examples/gemm_sm90.lua, schedule = \"pingpong\", on an sm_90 GPU", fun
     return m.make_gemm(c)
   end
   util.hopper_it("odd sizes, alpha and beta, every element against a CPU reference", function()
-    for _, cfg in ipairs(PP) do
-      local g = gemm(cfg)
-      for _, s in ipairs({ { 1000, 1030, 520 }, { 129, 257, 64 }, { 1, 1, 8 }, { 384, 512, 1024 } }) do
-        check_all(g, bf16, bf16, s[1], s[2], s[3], 0.75, -1.25, 0.02)
-        check_all(g, bf16, bf16, s[1], s[2], s[3], 1.5, 0, 0.02)
-      end
-    end
+    for _, cfg in ipairs(PP) do check_odd_sizes(gemm(cfg)) end
   end)
 
   -- few persistent clusters: each CTA runs many tiles, both warpgroups take turns over

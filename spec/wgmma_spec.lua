@@ -16,11 +16,7 @@ local _ = cute._
 
 local THIS = "spec/wgmma_spec.lua"
 local PTXAS = C.cute_ptxas_path() ~= nil
-local function count(s, pat)
-  local n = 0
-  for _ in s:gmatch(pat) do n = n + 1 end
-  return n
-end
+local count = util.count
 local function u64(hex) return ffi.new("uint64_t", 0ULL + tonumber(hex:sub(1, 8), 16) * 2 ^ 32) + tonumber(hex:sub(9), 16) end
 
 -- compile for sm_90a; ptxas (when there) with no spills and no local memory

@@ -83,6 +83,40 @@ function M.at_line(file, e, marker)
   assert(e:find(file .. ":" .. M.line_of(file, marker) .. ":", 1, true), e)
 end
 
+-- how many times the Lua pattern pat matches in s
+function M.count(s, pat)
+  local _, n = s:gsub(pat, "")
+  return n
+end
+
+-- how many times the plain string sub occurs in s (not overlapping)
+function M.count_plain(s, sub)
+  local n, i = 0, 1
+  while true do
+    local _, e = s:find(sub, i, true)
+    if not e then return n end
+    n, i = n + 1, e + 1
+  end
+end
+
+-- an exact comparison of a rows x cols row-major result with a 0-based
+-- reference: how many elements differ, and the first of them as
+-- "C[row][col]: got X, want Y".  got is 0-based, or 1-based (a to_table()
+-- result) when got_from_1 is true
+function M.mismatches(got, want, rows, cols, got_from_1)
+  local off = got_from_1 and 1 or 0
+  local bad, first = 0, nil
+  for i = 0, rows * cols - 1 do
+    local g = got[i + off]
+    if g ~= want[i] then
+      bad = bad + 1
+      first = first or ("C[%d][%d]: got %s, want %s"):format(math.floor(i / cols), i % cols, tostring(g),
+        tostring(want[i]))
+    end
+  end
+  return bad, first
+end
+
 -- t[0 .. n-1] as a Lua sequence
 function M.one_based(t, n)
   local o = {}
