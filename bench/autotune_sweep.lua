@@ -38,8 +38,8 @@ local gpu = cute.available()
 local bf16 = cute.bfloat16
 local args
 if gpu then
-  args = { cute.from_host(ex.rand_floats(N * N), bf16, { N, N }), cute.from_host(ex.rand_floats(N * N), bf16, { N, N }),
-    cute.zeros({ N, N }, bf16), 1, 0 }
+  local A, B, Cm = ex.square_operands(N, bf16)
+  args = { A, B, Cm, 1, 0 }
 else
   args = { cute.tensor_spec({ N, N }, bf16), cute.tensor_spec({ N, N }, bf16), cute.tensor_spec({ N, N }, bf16), 1, 0 }
 end

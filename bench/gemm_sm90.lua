@@ -12,10 +12,7 @@ local here = (arg[0]:match("(.*/)") or "./")
 local ex = dofile(here .. "../examples/common.lua")
 local timing = dofile(here .. "timing.lua")
 
-if not cute.available() then
-  print("bench/gemm_sm90.lua needs a GPU: " .. select(2, cute.available()))
-  return
-end
+if not timing.gpu() then return end
 local dev = cute.device(0)
 if dev.cc[1] < 9 then
   print(("bench/gemm_sm90.lua needs an sm_90 GPU; this is %s (cc %d.%d)"):format(dev.name, dev.cc[1], dev.cc[2]))
@@ -40,9 +37,7 @@ local CONFIGS = { { bn = 256 }, { bn = 128 }, { bn = 256, cluster_m = 1 },
   { schedule = "pingpong", bm = 64, bn = 256 }, { schedule = "pingpong", bm = 128, bn = 128 },
   { schedule = "pingpong", bm = 64, bn = 256, cluster_m = 1 } }
 for _, n in ipairs(sizes) do
-  local A = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
-  local B = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
-  local Cm = cute.zeros({ n, n }, cute.bfloat16)
+  local A, B, Cm = ex.square_operands(n, cute.bfloat16)
   local target = n >= 8192 and ">= 1.0x" or ">= 0.95x"
   for _, cfg in ipairs(CONFIGS) do
     local g = sm90.make_gemm(cfg)
@@ -57,9 +52,7 @@ end
 -- fp8 e4m3 -> bf16, per-tensor scales (1, 1)
 local fp8 = ex.load("gemm_fp8_sm90")
 for _, n in ipairs(sizes) do
-  local A = cute.from_host(ex.rand_floats(n * n), cute.float8_e4m3fn, { n, n })
-  local B = cute.from_host(ex.rand_floats(n * n), cute.float8_e4m3fn, { n, n })
-  local Cm = cute.zeros({ n, n }, cute.bfloat16)
+  local A, B, Cm = ex.square_operands(n, cute.float8_e4m3fn, cute.bfloat16)
   for _, cfg in ipairs({ { bn = 256 }, { bn = 128 }, { bn = 256, cluster_m = 1 },
     { schedule = "pingpong", bm = 64, bn = 256 }, { schedule = "pingpong", bm = 128, bn = 128 } }) do
     local g = fp8.make_gemm(cfg)

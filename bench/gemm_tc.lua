@@ -8,10 +8,7 @@ local here = (arg[0]:match("(.*/)") or "./")
 local ex = dofile(here .. "../examples/common.lua")
 local timing = dofile(here .. "timing.lua")
 
-if not cute.available() then
-  print("bench/gemm_tc.lua needs a GPU: " .. select(2, cute.available()))
-  return
-end
+if not timing.gpu() then return end
 local base, sizes = timing.gemm_args(arg)
 timing.gemm_header("benchmark (TFLOP/s; int8: TOP/s)")
 local row = timing.row
@@ -20,9 +17,7 @@ local tm = timing.new()
 -- bf16 GEMM, cute.arch version, C = A B^T (K-major A and B), the best tile of the sweep
 local arch = ex.load("gemm_bf16_arch")
 for _, n in ipairs(sizes) do
-  local A = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
-  local B = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
-  local Cm = cute.zeros({ n, n }, cute.bfloat16)
+  local A, B, Cm = ex.square_operands(n, cute.bfloat16)
   for _, cfg in ipairs({ { bm = 128, bn = 256, warps_m = 2, warps_n = 4, stages = 4 },
                          { bm = 128, bn = 128, warps_m = 2, warps_n = 2, stages = 3 } }) do
     local g = arch.make_gemm(cfg)
@@ -37,9 +32,7 @@ end
 -- bf16 GEMM, CuTe vocabulary (examples/gemm_bf16.lua: run-time M, N, K, one compile for all sizes)
 local cutev = ex.load("gemm_bf16")
 for _, n in ipairs(sizes) do
-  local A = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
-  local B = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
-  local Cm = cute.zeros({ n, n }, cute.bfloat16)
+  local A, B, Cm = ex.square_operands(n, cute.bfloat16)
   local g = cutev.make_gemm{ bm = 128, bn = 256, warps_m = 2, warps_n = 4, stages = 4 }
   local t = tm:tflops("cute", n, function() g.launch(A, B, Cm, 1, 0) end)
   row(("bf16 %d^3 CuTe TiledMMA 128x256x64 s4"):format(n), t, "cuBLAS (torch.matmul)", base["bf16_" .. n], ">= 0.6x")
@@ -58,9 +51,7 @@ local function tile_name(c)
 end
 local tf32 = ex.load("gemm_tf32_multistage")
 for _, n in ipairs(sizes) do
-  local A = cute.from_host(ex.rand_floats(n * n), cute.float32, { n, n })
-  local B = cute.from_host(ex.rand_floats(n * n), cute.float32, { n, n })
-  local Cm = cute.zeros({ n, n }, cute.float32)
+  local A, B, Cm = ex.square_operands(n, cute.float32)
   for _, cfg in ipairs(TILES) do
     local g = tf32.make_gemm(cfg)
     local t = tm:tflops("tf32", n, function() g.launch(A, B, Cm, 1, 0) end)

@@ -159,6 +159,14 @@ function T.ratio_line(r, i, j)
     "ratio", q.median, q.min, q.max, r[i].name, r[j].name)
 end
 
+-- true when a GPU is usable; otherwise prints "<this script> needs a GPU: why"
+-- (a benchmark then stops: it has no figures to give without one)
+function T.gpu()
+  local ok, why = cute.available()
+  if not ok then print(("%s needs a GPU: %s"):format(arg[0], tostring(why))) end
+  return ok
+end
+
 -- SM/memory clocks, temperature and power from nvidia-smi (nil without it):
 -- printed around the figures, so a run measured at other clocks shows it
 function T.gpu_state()

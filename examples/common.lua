@@ -48,6 +48,13 @@ function M.rand_floats(n, lo, hi)
   return a
 end
 
+-- a square GEMM's operands for benchmarks: random n x n A and B of dtype ab
+-- (values in [-1, 1)) and a zero n x n C of dtype c (default: ab)
+function M.square_operands(n, ab, c)
+  return cute.from_host(M.rand_floats(n * n), ab, { n, n }), cute.from_host(M.rand_floats(n * n), ab, { n, n }),
+    cute.zeros({ n, n }, c or ab)
+end
+
 -- ||out - ref|| / ||ref|| over n elements (ref as a Lua function or array); NaN fails
 function M.rel_error(out, ref, n)
   local num, den = 0, 0

@@ -89,6 +89,21 @@ describe("examples/common.lua: an example as a module", function()
     assert.is_false(ok2)
     assert.truthy(err2:find("runs.lua returned number, not its module", 1, true))
   end)
+
+  util.gpu_it("square_operands: random n x n A and B in [-1, 1), a zero C of the other dtype", function()
+    local A, B, Cm = ex.square_operands(48, bf16, cute.float32)
+    for _, t in ipairs({ A, B, Cm }) do assert.are.same({ 48, 48 }, { t.shape[1], t.shape[2] }) end
+    assert.are.equal(bf16.name, A.dtype.name)
+    assert.are.equal(cute.float32.name, Cm.dtype.name)
+    local a, b, c, distinct = A:to_table(), B:to_table(), Cm:to_table(), 0
+    for i = 1, 48 * 48 do
+      assert.is_true(a[i] >= -1 and a[i] <= 1 and b[i] >= -1 and b[i] <= 1, tostring(a[i]) .. " " .. tostring(b[i]))
+      assert.are.equal(0, c[i])
+      if a[i] ~= b[i] then distinct = distinct + 1 end
+    end
+    assert.is_true(distinct > 48 * 48 / 2, "A and B hold different values")
+    for _, t in ipairs({ A, B, Cm }) do t:free() end
+  end)
 end)
 describe("examples/gemm_bf16_arch.lua", function()
   local m = example("gemm_bf16_arch")

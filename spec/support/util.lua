@@ -35,6 +35,15 @@ function M.self_exe()
   return exe
 end
 
+-- run a shell command: its output (stdout and stderr) and its exit status
+function M.sh(cmd)
+  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
+  local out = p:read("*a")
+  p:close()
+  local rc = tonumber(out:match("rc=(%d+)\n?$"))
+  return (out:gsub("rc=%d+\n?$", "")), rc
+end
+
 -- it(name .. " #gpu", fn) when a GPU is there, else a visible pending test
 -- (never a pass) naming why there is none.  busted's it/pending live in the
 -- calling spec file's environment.
