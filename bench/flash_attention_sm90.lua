@@ -18,7 +18,7 @@ local here = (arg[0]:match("(.*/)") or "./")
 local ex = dofile(here .. "../examples/common.lua")
 local timing = dofile(here .. "timing.lua")
 
-local B, H, S, D = tonumber(arg[1]) or 4, tonumber(arg[2]) or 16, tonumber(arg[3]) or 4096, tonumber(arg[4]) or 128
+local B, H, S, D = ex.attention_sizes(arg)
 if not timing.gpu() then return end
 
 local FA3 = ex.load("flash_attention_sm90")

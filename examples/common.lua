@@ -48,6 +48,12 @@ function M.rand_floats(n, lo, hi)
   return a
 end
 
+-- the attention benchmarks' and tools' sizes from a command line [B] [H] [S] [D]
+-- (default 4 16 4096 128: batch, heads, sequence length, head dimension)
+function M.attention_sizes(args)
+  return tonumber(args[1]) or 4, tonumber(args[2]) or 16, tonumber(args[3]) or 4096, tonumber(args[4]) or 128
+end
+
 -- a square GEMM's operands for benchmarks: random n x n A and B of dtype ab
 -- (values in [-1, 1)) and a zero n x n C of dtype c (default: ab)
 function M.square_operands(n, ab, c)

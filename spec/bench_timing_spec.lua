@@ -119,11 +119,17 @@ describe("bench/timing.lua", function()
     assert.are.equal(#with:match("^.-600%.0"), #without:match("^.-600%.0")) -- aligned columns
   end)
 
-  it("the GEMM benches' command line: baselines file and sizes, with defaults; a bad size is an error", function()
+  -- a new temporary file holding text: its path
+  local function temp_file(text)
     local path = os.tmpname()
     local f = assert(io.open(path, "w"))
-    f:write('{"bf16_4096": 512.5, "note": "x", "int8_8192": 1e3}')
+    f:write(text)
     f:close()
+    return path
+  end
+
+  it("the GEMM benches' command line: baselines file and sizes, with defaults; a bad size is an error", function()
+    local path = temp_file('{"bf16_4096": 512.5, "note": "x", "int8_8192": 1e3}')
     local base, sizes = timing.gemm_args({ [0] = "b.lua", path, "1024", "2048" })
     assert.are.same({ bf16_4096 = 512.5, int8_8192 = 1000 }, base)
     assert.are.same({ 1024, 2048 }, sizes)
@@ -144,10 +150,8 @@ describe("bench/timing.lua", function()
   end)
 
   it("child(): runs this script again with --child, its environment and arguments; key=value words back", function()
-    local path = os.tmpname()
-    local f = assert(io.open(path, "w"))
-    f:write('if arg[1] == "--child" then print(("RESULT n=%s word=%s_%s"):format(os.getenv("CHILD_N"), arg[2], arg[3])) end')
-    f:close()
+    local path = temp_file('if arg[1] == "--child" then print(("RESULT n=%s word=%s_%s"):format(os.getenv("CHILD_N"), ' ..
+      'arg[2], arg[3])) end')
     local saved = _G.arg
     _G.arg = { [0] = path }
     local ok, r = pcall(timing.child, "CHILD_N=42", "a b", "n")

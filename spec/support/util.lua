@@ -108,6 +108,25 @@ function M.count_plain(s, sub)
   end
 end
 
+-- the CPU reference of the GEMM specs, in doubles: C[m][n] = C0[m][n] + sum_k
+-- A[m][k] B[n][k] over 0-based flat row-major arrays (A M x K; B N x K, or
+-- K x N when b_mn_major; C0 may be nil); returns C, 0-based
+function M.gemm_reference(A, B, C0, Mm, Nn, Kk, b_mn_major)
+  local C = {}
+  for m = 0, Mm - 1 do
+    for n = 0, Nn - 1 do
+      local s = C0 and C0[m * Nn + n] or 0
+      if b_mn_major then
+        for k = 0, Kk - 1 do s = s + A[m * Kk + k] * B[k * Nn + n] end
+      else
+        for k = 0, Kk - 1 do s = s + A[m * Kk + k] * B[n * Kk + k] end
+      end
+      C[m * Nn + n] = s
+    end
+  end
+  return C
+end
+
 -- an exact comparison of a rows x cols row-major result with a 0-based
 -- reference: how many elements differ, and the first of them as
 -- "C[row][col]: got X, want Y".  got is 0-based, or 1-based (a to_table()
