@@ -35,6 +35,40 @@ function M.self_exe()
   return exe
 end
 
+-- A stub CUDA driver for require("cute.kernel")._use_driver (spec/launch_spec.lua
+-- has the full one): modules "load" at distinct made-up handles (stub.loads
+-- counts them), functions resolve, and every launch, plain or cluster, calls
+-- on_launch(fn, gx, gy, gz, bx, by, bz, smem, stream, params) (default: counts
+-- it in stub.launches); nothing runs.  Returns the driver and stub.
+function M.stub_driver(on_launch)
+  local ffi = require("ffi")
+  local stub = { loads = 0, launches = 0 }
+  on_launch = on_launch or function() stub.launches = stub.launches + 1 end
+  local driver = {
+    available = function() return true end,
+    cute_cuda_module_load = function(_, _, _, out)
+      stub.loads = stub.loads + 1
+      out[0] = ffi.cast("void*", 4096 + 16 * stub.loads)
+      return 0
+    end,
+    cute_cuda_module_get_function = function(mod, _, out)
+      out[0] = ffi.cast("void*", ffi.cast("uintptr_t", mod) + 1)
+      return 0
+    end,
+    cute_cuda_module_unload = function() return 0 end,
+    cute_cuda_launch = function(fn, gx, gy, gz, bx, by, bz, smem, stream, params)
+      return on_launch(fn, gx, gy, gz, bx, by, bz, smem, stream, params) or 0
+    end,
+    cute_cuda_launch_cluster = function(fn, gx, gy, gz, bx, by, bz, _, _, _, smem, stream, params)
+      return on_launch(fn, gx, gy, gz, bx, by, bz, smem, stream, params) or 0
+    end,
+    cute_cuda_func_set_max_dynamic_smem = function() return 0 end,
+    cute_cuda_get_device = function(out) out[0] = 0; return 0 end,
+    cute_cuda_set_device = function() return 0 end,
+  }
+  return driver, stub
+end
+
 -- run a shell command: its output (stdout and stderr) and its exit status
 function M.sh(cmd)
   local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
