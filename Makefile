@@ -148,17 +148,17 @@ $(B)/test_cuda_c: tests/cuda_c.c src/core.c src/cuda.c $(HEADERS) | $(B)/obj
 	@echo "  CC/SAN  $@"
 	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) $(SAN) -Iinclude -o $@ tests/cuda_c.c src/core.c src/cuda.c -ldl -lpthread
 
-$(B)/test_ir_c: tests/ir_c.c $(B)/libcute.so
+$(B)/test_ir_c: tests/ir_c.c $(B)/libcute.so tests/check.h
 	@echo "  CC      $@"
 	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) -Iinclude -o $@ $< -L$(B) -lcute -Wl,-rpath,'$$ORIGIN' -lluajit-5.1
 
 # the host API, DLPack ownership and one lua_State per thread (tests/host_c.c)
-$(B)/test_host_c: tests/host_c.c $(B)/libcute.so
+$(B)/test_host_c: tests/host_c.c $(B)/libcute.so tests/check.h
 	@echo "  CC      $@"
 	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) -Iinclude -I$(LUAJIT_INC) -o $@ $< -L$(B) -lcute \
 	    -Wl,-rpath,'$$ORIGIN' -lluajit-5.1 -lpthread
 
-$(B)/test_compile_pool_c: tests/compile_pool_c.c $(B)/libcute.so
+$(B)/test_compile_pool_c: tests/compile_pool_c.c $(B)/libcute.so tests/check.h
 	@echo "  CC      $@"
 	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) -Iinclude -o $@ $< -L$(B) -lcute -Wl,-rpath,'$$ORIGIN' -lluajit-5.1
 
@@ -192,7 +192,7 @@ $(T)/libcute.so: $(TSAN_OBJS)
 	@echo "  LINK    $@"
 	$(Q)$(CXX) -shared -fsanitize=thread -Wl,-soname,libcute.so.$(SOMAJOR) -o $@ $^ $(LINK_LLVM)
 	$(Q)ln -sf libcute.so $(T)/libcute.so.$(SOMAJOR)
-$(T)/test_host_c: tests/host_c.c $(T)/libcute.so
+$(T)/test_host_c: tests/host_c.c $(T)/libcute.so tests/check.h
 	$(Q)$(CC) -std=gnu11 -O1 -g -fsanitize=thread $(WARN) -Iinclude -I$(LUAJIT_INC) -o $@ $< -L$(T) -lcute \
 	    -Wl,-rpath,'$$ORIGIN' -lluajit-5.1 -lpthread
 test-tsan: all $(T)/test_host_c

@@ -19,12 +19,8 @@ local here = (arg[0]:match("(.*/)") or "./")
 local N = tonumber(arg[1]) or 8192
 local WORKERS = tonumber(arg[2]) or require("cute.ffi").C.cute_compile_pool_cpus()
 
-local saved = arg
-arg = { [0] = here .. "../examples/gemm_bf16.lua" }
-CUTE_EXAMPLE_LIB = true
-local gemm = dofile(arg[0])
-CUTE_EXAMPLE_LIB = nil
-arg = saved
+local ex = dofile(here .. "../examples/common.lua")
+local gemm = ex.load("gemm_bf16")
 
 -- 2 x 2 x 3 x 2 = 24 configs
 local CONFIGS = {}
@@ -42,9 +38,8 @@ local gpu = cute.available()
 local bf16 = cute.bfloat16
 local args
 if gpu then
-  local ex = dofile(here .. "../examples/common.lua")
-  args = { cute.from_host(ex.rand_floats(N * N), bf16, { N, N }), cute.from_host(ex.rand_floats(N * N), bf16, { N, N }),
-    cute.zeros({ N, N }, bf16), 1, 0 }
+  local A, B, Cm = ex.square_operands(N, bf16)
+  args = { A, B, Cm, 1, 0 }
 else
   args = { cute.tensor_spec({ N, N }, bf16), cute.tensor_spec({ N, N }, bf16), cute.tensor_spec({ N, N }, bf16), 1, 0 }
 end

@@ -29,10 +29,7 @@ if arg[1] == "--child" then
       specs = { s, s, s }
     end
   else
-    local saved = arg
-    arg, CUTE_EXAMPLE_LIB = { [0] = exdir .. "gemm_bf16_arch.lua" }, true
-    local g = dofile(arg[0]).make_gemm{}
-    arg, CUTE_EXAMPLE_LIB = saved, nil
+    local g = ex.load("gemm_bf16_arch").make_gemm{}
     k = g.kernel:with({ use_ptxas = use_ptxas })
     local M, N, K = 1024, 1024, 1024
     if gpu then
@@ -72,28 +69,13 @@ end
 
 local mode = arg[1] or "ptx"
 local runs = tonumber(arg[2]) or 5
-local exe -- the interpreter running this script
-do
-  local ffi = require("ffi")
-  pcall(ffi.cdef, "int getpid(void);")
-  local p = io.popen("readlink -f /proc/" .. ffi.C.getpid() .. "/exe")
-  exe = p:read("*l")
-  p:close()
-end
+local timing = dofile((arg[0]:match("(.*/)") or "./") .. "timing.lua")
 print(("disk cache, first call of a cold process (%s, %s, best of %d hits)"):format(
   cute.available() and "GPU launch" or "no GPU: compile path only", mode, runs))
 for _, which in ipairs({ "vadd", "gemm_bf16" }) do
   local dir = os.tmpname()
   os.remove(dir)
-  local function child()
-    local p = io.popen(("CUTE_CACHE_DIR=%s %s %s --child %s %s 2>&1"):format(dir, exe, arg[0], which, mode))
-    local out = p:read("*a")
-    p:close()
-    local r = {}
-    for key, v in out:gmatch("([%w_]+)=(%S+)") do r[key] = tonumber(v) or v end
-    if not r.first_ms then error("child failed:\n" .. out, 0) end
-    return r
-  end
+  local function child() return timing.child("CUTE_CACHE_DIR=" .. dir, which .. " " .. mode, "first_ms") end
   local miss = child()
   local best
   for _ = 1, runs do

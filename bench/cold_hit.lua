@@ -14,15 +14,13 @@ if arg[1] == "--child" then
   local cute = require("cute")
   local c0 = os.clock()
   local k, specs
+  local ex = dofile(exdir .. "common.lua")
   if arg[2] == "gemm" then
-    local saved = arg
-    arg, CUTE_EXAMPLE_LIB = { [0] = exdir .. "gemm_bf16_arch.lua" }, true
-    k = dofile(arg[0]).make_gemm{}.kernel
-    arg, CUTE_EXAMPLE_LIB = saved, nil
+    k = ex.load("gemm_bf16_arch").make_gemm{}.kernel
     local function sp(r, c) return cute.dynamic(cute.tensor_spec({ r, c }, cute.bfloat16), { index_bits = 32 }) end
     specs = { sp(1024, 1024), sp(1024, 1024), sp(1024, 1024), cute.Float32(1), cute.Float32(0) }
   else
-    k = dofile(exdir .. "common.lua").load_kernel("vector_add")
+    k = ex.load_kernel("vector_add")
     local s = cute.tensor_spec({ 2 ^ 20 }, cute.float32)
     specs = { s, s, s }
   end
@@ -36,23 +34,13 @@ if arg[1] == "--child" then
 end
 
 local runs = tonumber(arg[1]) or 7
-local ffi = require("ffi")
-pcall(ffi.cdef, "int getpid(void);")
-local p = io.popen("readlink -f /proc/" .. ffi.C.getpid() .. "/exe")
-local exe = p:read("*l")
-p:close()
+local timing = dofile((arg[0]:match("(.*/)") or "./") .. "timing.lua")
 local dir = os.tmpname()
 os.remove(dir)
 
 local function child(which, jit_everywhere)
-  local env = ("CUTE_NO_WARMUP=1 CUTE_CACHE_DIR=%s %s"):format(dir, jit_everywhere and "CUTE_JIT_TRACING=1 " or "")
-  local h = io.popen(("%s%s %s --child %s 2>&1"):format(env, exe, arg[0], which))
-  local out = h:read("*a")
-  h:close()
-  local r = {}
-  for key, v in out:gmatch("(%w+)=(%S+)") do r[key] = tonumber(v) or v end
-  if not r.hit then error("child failed:\n" .. out, 0) end
-  return r
+  local env = ("CUTE_NO_WARMUP=1 CUTE_CACHE_DIR=%s%s"):format(dir, jit_everywhere and " CUTE_JIT_TRACING=1" or "")
+  return timing.child(env, which, "hit")
 end
 
 local function median(t)

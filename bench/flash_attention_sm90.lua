@@ -15,50 +15,28 @@
 -- bench/timing.lua (warm-up >= 200 ms, >= 50 alternating rounds, medians).
 local cute = require("cute")
 local here = (arg[0]:match("(.*/)") or "./")
-local exdir = here .. "../examples/"
+local ex = dofile(here .. "../examples/common.lua")
 local timing = dofile(here .. "timing.lua")
 
-local B, H, S, D = tonumber(arg[1]) or 4, tonumber(arg[2]) or 16, tonumber(arg[3]) or 4096, tonumber(arg[4]) or 128
-if not cute.available() then
-  print("bench/flash_attention_sm90.lua needs a GPU: " .. select(2, cute.available()))
-  return
-end
+local B, H, S, D = ex.attention_sizes(arg)
+if not timing.gpu() then return end
 
--- the example as a module
-local f = assert(loadfile(exdir .. "flash_attention_sm90.lua"))
-local env = getfenv(f)
-env.arg, env.CUTE_EXAMPLE_LIB = { [0] = exdir .. "flash_attention_sm90.lua" }, true
-local FA3 = f()
-env.CUTE_EXAMPLE_LIB = nil
+local FA3 = ex.load("flash_attention_sm90")
 
 -- PyTorch's figures (same GPU, same job)
-local base = {}
-local text
-if arg[5] then
-  local fh = io.open(arg[5])
-  if fh then text = fh:read("*a"); fh:close() end
-else
-  local p = io.popen(("python3 %sflash_attention_torch.py %d %d %d %d cudnn,flash 2>/dev/null"):format(here, B, H, S, D))
-  if p then text = p:read("*a"); p:close() end
-end
-for k, v in pairs(timing.json_numbers(text)) do base[k] = v end
+local base, text = timing.baselines(arg[5],
+  ("python3 %sflash_attention_torch.py %d %d %d %d cudnn,flash"):format(here, B, H, S, D))
 local cudnn_error = text and text:match('"cudnn_error": "([^"]*)"')
 
 print(("flash attention forward (Hopper, FA3 style), bf16, B=%d H=%d S=%d D=%d (%s)"):format(B, H, S, D,
   cute.device(0).name or "GPU"))
 local st = timing.gpu_state and timing.gpu_state()
 if st then print(st) end
-local n = B * H * S * D
-local q = cute.zeros({ B * H, S, D }, cute.bfloat16)
-local k = cute.zeros({ B * H, S, D }, cute.bfloat16)
-local v = cute.zeros({ B * H, S, D }, cute.bfloat16)
-local o = cute.zeros({ B * H, S, D }, cute.bfloat16)
 -- small random values (the timing does not depend on them)
-do
-  local r, t = dofile(exdir .. "common.lua").rand_floats(n, -1, 1), {}
-  for i = 0, n - 1 do t[i + 1] = r[i] end
-  q:copy_from(t); k:copy_from(t); v:copy_from(t)
-end
+local shape, r = { B * H, S, D }, ex.rand_floats(B * H * S * D)
+local q, k, v = cute.from_host(r, cute.bfloat16, shape), cute.from_host(r, cute.bfloat16, shape),
+  cute.from_host(r, cute.bfloat16, shape)
+local o = cute.zeros(shape, cute.bfloat16)
 local tm = timing.new()
 local env_n = function(name) return tonumber(os.getenv(name)) end
 for _, causal in ipairs({ false, true }) do

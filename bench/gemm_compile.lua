@@ -7,10 +7,7 @@ local t0 = require("cute").now_us()
 local cute = require("cute")
 local here = (arg[0]:match("(.*/)") or "./")
 local mode = arg[1] or "ptxas"
-arg = { [0] = here .. "../examples/gemm_bf16_arch.lua" }
-CUTE_EXAMPLE_LIB = true
-local m = dofile(arg[0])
-CUTE_EXAMPLE_LIB = nil
+local m = dofile(here .. "../examples/common.lua").load("gemm_bf16_arch")
 local g = m.make_gemm{ bm = 128, bn = 256, warps_m = 2, warps_n = 4, stages = 4 }
 local k = g.kernel:with{ use_ptxas = mode == "ptxas", cache = false } -- (the compile, not the disk cache: bench/cache.lua)
 local dyn = function(t) return cute.dynamic(t, { index_bits = 32 }) end

@@ -12,45 +12,16 @@ local here = (arg[0]:match("(.*/)") or "./")
 local ex = dofile(here .. "../examples/common.lua")
 local timing = dofile(here .. "timing.lua")
 
-if not cute.available() then
-  print("bench/gemm_sm90.lua needs a GPU: " .. select(2, cute.available()))
-  return
-end
+if not timing.gpu() then return end
 local dev = cute.device(0)
 if dev.cc[1] < 9 then
   print(("bench/gemm_sm90.lua needs an sm_90 GPU; this is %s (cc %d.%d)"):format(dev.name, dev.cc[1], dev.cc[2]))
   return
 end
-local base = timing.json_numbers(arg[1])
-local sizes = {}
-for i = 2, #arg do sizes[#sizes + 1] = tonumber(arg[i]) end
-if #sizes == 0 then sizes = { 4096, 8192 } end
-
-print(("device: %s, %d SMs, cc %d.%d"):format(dev.name, dev.sm_count, dev.cc[1], dev.cc[2]))
-print(timing.gpu_state() or "(no nvidia-smi)")
-print(("%-40s %10s  %-26s %10s %8s  %s"):format("benchmark (TFLOP/s)", "ours", "baseline", "baseline", "ratio",
-  "target"))
-local function row(name, ours, bname, bval, target)
-  print(("%-40s %10.1f  %-26s %10s %8s  %s"):format(name, ours, bname, bval and ("%.1f"):format(bval) or "-",
-    bval and ("%.3fx"):format(ours / bval) or "-", target or ""))
-  io.stdout:flush()
-end
-
-local function lib(name)
-  local saved = arg
-  arg = { [0] = here .. "../examples/" .. name .. ".lua" }
-  CUTE_EXAMPLE_LIB = true
-  local m = dofile(arg[0])
-  CUTE_EXAMPLE_LIB = nil
-  arg = saved
-  return m
-end
-
+local base, sizes = timing.gemm_args(arg)
+timing.gemm_header("benchmark (TFLOP/s)")
+local row = timing.row
 local tm = timing.new()
-local function tflops(label, n, fn)
-  local r = tm:time(label, fn)
-  return 2 * n ^ 3 / r.ms.median / 1e9
-end
 
 local function cfg_name(g)
   local c = g.cfg
@@ -59,7 +30,7 @@ local function cfg_name(g)
 end
 
 -- bf16
-local sm90 = lib("gemm_sm90")
+local sm90 = ex.load("gemm_sm90")
 -- cooperative (both consumer warpgroups on one 128 x BN tile), then ping-pong (one
 -- warpgroup per tile, "pp": BM x BN is one warpgroup's tile); "peel": k-tile 0 as a copy
 -- before the k-loop (compiles slower, docs/HOPPER.md "Compile time"): its row says whether
@@ -68,13 +39,11 @@ local CONFIGS = { { bn = 256 }, { bn = 128 }, { bn = 256, cluster_m = 1 }, { bn 
   { schedule = "pingpong", bm = 64, bn = 256 }, { schedule = "pingpong", bm = 128, bn = 128 },
   { schedule = "pingpong", bm = 64, bn = 256, cluster_m = 1 } }
 for _, n in ipairs(sizes) do
-  local A = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
-  local B = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
-  local Cm = cute.zeros({ n, n }, cute.bfloat16)
+  local A, B, Cm = ex.square_operands(n, cute.bfloat16)
   local target = n >= 8192 and ">= 1.0x" or ">= 0.95x"
   for _, cfg in ipairs(CONFIGS) do
     local g = sm90.make_gemm(cfg)
-    local t = tflops("sm90", n, function() g.launch(A, B, Cm, 1, 0) end)
+    local t = tm:tflops("sm90", n, function() g.launch(A, B, Cm, 1, 0) end)
     local label = ("bf16 %d^3 sm90 %s"):format(n, cfg_name(g))
     row(label, t, "cuBLAS (torch.matmul)", base["bf16_" .. n], target)
     row(label, t, "Triton autotuned", base["triton_auto_bf16_" .. n], "")
@@ -83,15 +52,13 @@ for _, n in ipairs(sizes) do
 end
 
 -- fp8 e4m3 -> bf16, per-tensor scales (1, 1)
-local fp8 = lib("gemm_fp8_sm90")
+local fp8 = ex.load("gemm_fp8_sm90")
 for _, n in ipairs(sizes) do
-  local A = cute.from_host(ex.rand_floats(n * n), cute.float8_e4m3fn, { n, n })
-  local B = cute.from_host(ex.rand_floats(n * n), cute.float8_e4m3fn, { n, n })
-  local Cm = cute.zeros({ n, n }, cute.bfloat16)
+  local A, B, Cm = ex.square_operands(n, cute.float8_e4m3fn, cute.bfloat16)
   for _, cfg in ipairs({ { bn = 256 }, { bn = 128 }, { bn = 256, cluster_m = 1 }, { bn = 256, peel = true },
     { schedule = "pingpong", bm = 64, bn = 256 }, { schedule = "pingpong", bm = 128, bn = 128 } }) do
     local g = fp8.make_gemm(cfg)
-    local t = tflops("fp8", n, function() g.launch(A, B, Cm, 1, 1) end)
+    local t = tm:tflops("fp8", n, function() g.launch(A, B, Cm, 1, 1) end)
     local label = ("fp8 %d^3 sm90 %s"):format(n, cfg_name(g))
     row(label, t, "torch._scaled_mm", base["fp8_" .. n], ">= 0.9x")
     row(label, t, "_scaled_mm fast accum", base["fp8_fast_" .. n], "")

@@ -5,17 +5,10 @@ local cute = require("cute")
 local here = (arg[0]:match("(.*/)") or "./")
 local ex = dofile(here .. "../examples/common.lua")
 local timing = dofile(here .. "timing.lua")
-if not cute.available() then print("bench/gemm_sweep.lua needs a GPU"); return end
+if not timing.gpu() then return end
 local name, n = arg[1] or "gemm_bf16", tonumber(arg[2]) or 8192
-local saved = arg
-arg = { [0] = here .. "../examples/" .. name .. ".lua" }
-CUTE_EXAMPLE_LIB = true
-local m = dofile(arg[0])
-CUTE_EXAMPLE_LIB = nil
-arg = saved
-local A = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
-local B = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
-local Cm = cute.zeros({ n, n }, cute.bfloat16)
+local m = ex.load(name)
+local A, B, Cm = ex.square_operands(n, cute.bfloat16)
 local tm = timing.new({ min_rounds = 20, min_ms = 200, warm_ms = 100 })
 for _, c in ipairs({ { 128, 256, 2, 4, 4 }, { 128, 256, 2, 4, 3 }, { 256, 128, 4, 2, 4 }, { 256, 128, 4, 2, 3 },
                      { 128, 128, 2, 2, 3 }, { 128, 128, 2, 2, 4 }, { 128, 128, 2, 2, 5 }, { 128, 256, 4, 2, 3 } }) do

@@ -8,50 +8,20 @@ local here = (arg[0]:match("(.*/)") or "./")
 local ex = dofile(here .. "../examples/common.lua")
 local timing = dofile(here .. "timing.lua")
 
-if not cute.available() then
-  print("bench/gemm_tc.lua needs a GPU: " .. select(2, cute.available()))
-  return
-end
-local base = timing.json_numbers(arg[1])
-local sizes = {}
-for i = 2, #arg do sizes[#sizes + 1] = tonumber(arg[i]) end
-if #sizes == 0 then sizes = { 4096, 8192 } end
-
-local dev = cute.device(0)
-print(("device: %s, %d SMs, cc %d.%d"):format(dev.name, dev.sm_count, dev.cc[1], dev.cc[2]))
-print(("%-40s %10s  %-24s %10s %8s  %s"):format("benchmark", "ours", "baseline", "baseline", "ratio", "target"))
-local function row(name, ours, bname, bval, target)
-  print(("%-40s %10.1f  %-24s %10s %8s  %s"):format(name, ours, bname, bval and ("%.1f"):format(bval) or "-",
-    bval and ("%.3fx"):format(ours / bval) or "-", target or ""))
-  io.stdout:flush()
-end
-
-local function lib(name)
-  local saved = arg
-  arg = { [0] = here .. "../examples/" .. name .. ".lua" }
-  CUTE_EXAMPLE_LIB = true
-  local m = dofile(arg[0])
-  CUTE_EXAMPLE_LIB = nil
-  arg = saved
-  return m
-end
-
+if not timing.gpu() then return end
+local base, sizes = timing.gemm_args(arg)
+timing.gemm_header("benchmark (TFLOP/s; int8: TOP/s)")
+local row = timing.row
 local tm = timing.new()
-local function tflops(label, n, fn)
-  local r = tm:time(label, fn)
-  return 2 * n ^ 3 / r.ms.median / 1e9
-end
 
 -- bf16 GEMM, cute.arch version, C = A B^T (K-major A and B), the best tile of the sweep
-local arch = lib("gemm_bf16_arch")
+local arch = ex.load("gemm_bf16_arch")
 for _, n in ipairs(sizes) do
-  local A = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
-  local B = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
-  local Cm = cute.zeros({ n, n }, cute.bfloat16)
+  local A, B, Cm = ex.square_operands(n, cute.bfloat16)
   for _, cfg in ipairs({ { bm = 128, bn = 256, warps_m = 2, warps_n = 4, stages = 4 },
                          { bm = 128, bn = 128, warps_m = 2, warps_n = 2, stages = 3 } }) do
     local g = arch.make_gemm(cfg)
-    local t = tflops("arch", n, function() g.launch(A, B, Cm, 1, 0) end)
+    local t = tm:tflops("arch", n, function() g.launch(A, B, Cm, 1, 0) end)
     local label = ("bf16 %d^3 arch %dx%dx64 s%d"):format(n, cfg.bm, cfg.bn, cfg.stages)
     row(label, t, "cuBLAS (torch.matmul)", base["bf16_" .. n], ">= 0.6x")
     if cfg.bm == 128 and cfg.bn == 128 then row(label, t, "Triton 128x128x64 s4", base["triton_bf16_" .. n], ">= 1.0x") end
@@ -60,13 +30,11 @@ for _, n in ipairs(sizes) do
 end
 
 -- bf16 GEMM, CuTe vocabulary (examples/gemm_bf16.lua: run-time M, N, K, one compile for all sizes)
-local cutev = lib("gemm_bf16")
+local cutev = ex.load("gemm_bf16")
 for _, n in ipairs(sizes) do
-  local A = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
-  local B = cute.from_host(ex.rand_floats(n * n), cute.bfloat16, { n, n })
-  local Cm = cute.zeros({ n, n }, cute.bfloat16)
+  local A, B, Cm = ex.square_operands(n, cute.bfloat16)
   local g = cutev.make_gemm{ bm = 128, bn = 256, warps_m = 2, warps_n = 4, stages = 4 }
-  local t = tflops("cute", n, function() g.launch(A, B, Cm, 1, 0) end)
+  local t = tm:tflops("cute", n, function() g.launch(A, B, Cm, 1, 0) end)
   row(("bf16 %d^3 CuTe TiledMMA 128x256x64 s4"):format(n), t, "cuBLAS (torch.matmul)", base["bf16_" .. n], ">= 0.6x")
   A:free(); B:free(); Cm:free()
 end
@@ -81,26 +49,24 @@ local TILES = { { bm = 128, bn = 256, warps_m = 2, warps_n = 4, stages = 4 },
 local function tile_name(c)
   return ("%dx%d s%d%s"):format(c.bm, c.bn, c.stages, c.prefetch_across and " pf" or "")
 end
-local tf32 = lib("gemm_tf32_multistage")
+local tf32 = ex.load("gemm_tf32_multistage")
 for _, n in ipairs(sizes) do
-  local A = cute.from_host(ex.rand_floats(n * n), cute.float32, { n, n })
-  local B = cute.from_host(ex.rand_floats(n * n), cute.float32, { n, n })
-  local Cm = cute.zeros({ n, n }, cute.float32)
+  local A, B, Cm = ex.square_operands(n, cute.float32)
   for _, cfg in ipairs(TILES) do
     local g = tf32.make_gemm(cfg)
-    local t = tflops("tf32", n, function() g.launch(A, B, Cm, 1, 0) end)
+    local t = tm:tflops("tf32", n, function() g.launch(A, B, Cm, 1, 0) end)
     row(("tf32 %d^3 multistage %s"):format(n, tile_name(cfg)), t, "cuBLAS tf32", base["tf32_" .. n], "")
   end
   A:free(); B:free(); Cm:free()
 end
-local int8 = lib("gemm_int8_multistage")
+local int8 = ex.load("gemm_int8_multistage")
 for _, n in ipairs(sizes) do
   local A, B = cute.zeros({ n, n }, cute.int8), cute.zeros({ n, n }, cute.int8)
   local Cm = cute.zeros({ n, n }, cute.int32)
   for ti = 1, 2 do -- (int8 with prefetch_across spills: its byte fragments cross the loop edge)
     local cfg = TILES[ti]
     local g = int8.make_gemm(cfg)
-    local t = tflops("int8", n, function() g.launch(A, B, Cm, 1, 0) end)
+    local t = tm:tflops("int8", n, function() g.launch(A, B, Cm, 1, 0) end)
     row(("int8 %d^3 TOP/s multistage %s"):format(n, tile_name(cfg)), t, "torch._int_mm", base["int8_" .. n], "")
   end
   A:free(); B:free(); Cm:free()

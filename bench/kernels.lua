@@ -14,10 +14,7 @@ local exdir = here .. "../examples/"
 local ex = dofile(exdir .. "common.lua")
 local timing = dofile(here .. "timing.lua")
 
-if not cute.available() then
-  print("bench/kernels.lua needs a GPU: " .. select(2, cute.available()))
-  return
-end
+if not timing.gpu() then return end
 
 -- baselines from PyTorch (optional)
 local base = timing.json_numbers(arg[1])

@@ -128,6 +128,11 @@ function Timer:time(name, fn, opts)
   return self:compare({ { name, fn } }, opts)[1]
 end
 
+-- the rate of an n x n x n GEMM timed alone: 2 n^3 / median, in TFLOP/s (TOP/s)
+function Timer:tflops(name, n, fn, opts)
+  return 2 * n ^ 3 / self:time(name, fn, opts).ms.median / 1e9
+end
+
 -- per-round ratio r[j] time / r[i] time: how many times faster i is than j
 -- (for rates: i's rate / j's rate)
 function T.ratio(r, i, j)
@@ -154,6 +159,14 @@ function T.ratio_line(r, i, j)
     "ratio", q.median, q.min, q.max, r[i].name, r[j].name)
 end
 
+-- true when a GPU is usable; otherwise prints "<this script> needs a GPU: why"
+-- (a benchmark then stops: it has no figures to give without one)
+function T.gpu()
+  local ok, why = cute.available()
+  if not ok then print(("%s needs a GPU: %s"):format(arg[0], tostring(why))) end
+  return ok
+end
+
 -- SM/memory clocks, temperature and power from nvidia-smi (nil without it):
 -- printed around the figures, so a run measured at other clocks shows it
 function T.gpu_state()
@@ -164,6 +177,73 @@ function T.gpu_state()
   p:close()
   if not line or line == "" then return nil end
   return "SM clock, mem clock, temperature, power: " .. line
+end
+
+-- The tensor-core GEMM benches' table (bench/gemm_tc.lua, bench/gemm_sm90.lua):
+-- the device, its clocks and the column headings; title heads the first column
+function T.gemm_header(title)
+  local dev = cute.device(0)
+  print(("device: %s, %d SMs, cc %d.%d"):format(dev.name, dev.sm_count, dev.cc[1], dev.cc[2]))
+  print(T.gpu_state() or "(no nvidia-smi)")
+  print(("%-40s %10s  %-26s %10s %8s  %s"):format(title, "ours", "baseline", "baseline", "ratio", "target"))
+end
+
+-- one row of that table: our rate, a baseline's (nil when it was not measured:
+-- "-"), ours / baseline and the target
+function T.row_text(name, ours, bname, bval, target)
+  return ("%-40s %10.1f  %-26s %10s %8s  %s"):format(name, ours, bname, bval and ("%.1f"):format(bval) or "-",
+    bval and ("%.3fx"):format(ours / bval) or "-", target or "")
+end
+
+function T.row(...)
+  print(T.row_text(...))
+  io.stdout:flush()
+end
+
+-- the GEMM benches' command line: baselines.json [sizes...] -> the baselines'
+-- numbers and the sizes (default 4096 8192)
+function T.gemm_args(args)
+  local sizes = {}
+  for i = 2, #args do
+    sizes[i - 1] = tonumber(args[i]) or error(("bench: size %q is not a number"):format(args[i]), 0)
+  end
+  if #sizes == 0 then sizes = { 4096, 8192 } end
+  return T.json_numbers(args[1]), sizes
+end
+
+-- a baseline script's figures (a flat JSON object) from the file `path` when
+-- given, else from what `command` prints (its stderr dropped); {} when neither
+-- gives any.  Returns the numbers and the text.
+function T.baselines(path, command)
+  local text
+  local f = path and io.open(path) or (not path and command and io.popen(command .. " 2>/dev/null"))
+  if f then
+    text = f:read("*a")
+    f:close()
+  end
+  return T.json_numbers(text), text
+end
+
+-- Benchmarks of cold processes run their own script again: `env` (NAME=value
+-- words, or "") before this interpreter, then arg[0], "--child" and `args`.
+-- The child prints key=value words: returned as a table (numbers as numbers);
+-- an error with the child's output when the key `want` is missing.
+local self_exe
+function T.child(env, args, want)
+  if not self_exe then
+    local ffi = require("ffi")
+    pcall(ffi.cdef, "int getpid(void);")
+    local p = io.popen("readlink -f /proc/" .. ffi.C.getpid() .. "/exe")
+    self_exe = p:read("*l")
+    p:close()
+  end
+  local p = io.popen(("%s %s %s --child %s 2>&1"):format(env, self_exe, arg[0], args))
+  local out = p:read("*a")
+  p:close()
+  local r = {}
+  for key, v in out:gmatch("([%w_]+)=(%S+)") do r[key] = tonumber(v) or v end
+  if r[want] == nil then error("child failed:\n" .. out, 0) end
+  return r
 end
 
 -- the numbers of a flat JSON object (the baselines bench/*.py print): text, or a file path

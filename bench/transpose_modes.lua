@@ -10,7 +10,7 @@ local cute = require("cute")
 local here = (arg[0]:match("(.*/)") or "./")
 local ex = dofile(here .. "../examples/common.lua")
 local timing = dofile(here .. "timing.lua")
-if not cute.available() then print("needs a GPU"); return end
+if not timing.gpu() then return end
 local S = tonumber(arg[1]) or 8192
 local rounds = tonumber(arg[2]) or 100
 local show_old = arg[3] == "old"

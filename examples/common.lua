@@ -7,21 +7,30 @@ local M = {}
 -- the directory holding the examples (this file's directory)
 M.dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 
--- An example's kernel without running the example (benchmarks and specs):
--- the example returns early when CUTE_EXAMPLE_LIB is set.  args: its command
--- line (sizes), as strings or numbers.
-function M.load_kernel(name, args)
-  local saved = arg
-  local a = {}
+-- An example as a module, without running it (benchmarks, tools and specs): the
+-- example returns its module early when CUTE_EXAMPLE_LIB is set.  name: the file
+-- in this directory, with or without ".lua"; args: its command line (sizes), as
+-- strings or numbers.  arg and CUTE_EXAMPLE_LIB are restored afterwards (also
+-- when the example fails: its error is raised again), so loads may nest.
+function M.load(name, args)
+  local file = M.dir .. (name:gsub("%.lua$", "")) .. ".lua"
+  local a = { [0] = file }
   for i, v in ipairs(args or {}) do a[i] = tostring(v) end
-  a[0] = M.dir .. name .. ".lua"
-  arg = a
-  CUTE_EXAMPLE_LIB = true
-  local ok, m = pcall(dofile, a[0])
-  CUTE_EXAMPLE_LIB = nil
-  arg = saved
+  local saved, was = arg, CUTE_EXAMPLE_LIB
+  arg, CUTE_EXAMPLE_LIB = a, true
+  local ok, m = pcall(dofile, file)
+  arg, CUTE_EXAMPLE_LIB = saved, was
   if not ok then error(m, 0) end
-  return m.kernel
+  if type(m) ~= "table" then
+    error(("examples/common.lua load: %s returned %s, not its module (does it return early when CUTE_EXAMPLE_LIB is set?)")
+      :format(file, type(m)), 2)
+  end
+  return m
+end
+
+-- An example's kernel (its module's .kernel), as M.load loads it
+function M.load_kernel(name, args)
+  return M.load(name, args).kernel
 end
 
 -- xorshift random floats in [-1, 1) into a new float[n] (seeded per call site)
@@ -37,6 +46,19 @@ function M.rand_floats(n, lo, hi)
     a[i] = lo + (hi - lo) * ((s % 16777216 + 16777216) % 16777216) / 16777216
   end
   return a
+end
+
+-- the attention benchmarks' and tools' sizes from a command line [B] [H] [S] [D]
+-- (default 4 16 4096 128: batch, heads, sequence length, head dimension)
+function M.attention_sizes(args)
+  return tonumber(args[1]) or 4, tonumber(args[2]) or 16, tonumber(args[3]) or 4096, tonumber(args[4]) or 128
+end
+
+-- a square GEMM's operands for benchmarks: random n x n A and B of dtype ab
+-- (values in [-1, 1)) and a zero n x n C of dtype c (default: ab)
+function M.square_operands(n, ab, c)
+  return cute.from_host(M.rand_floats(n * n), ab, { n, n }), cute.from_host(M.rand_floats(n * n), ab, { n, n }),
+    cute.zeros({ n, n }, c or ab)
 end
 
 -- ||out - ref|| / ||ref|| over n elements (ref as a Lua function or array); NaN fails

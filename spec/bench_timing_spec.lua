@@ -103,4 +103,64 @@ describe("bench/timing.lua", function()
     assert.matches("GB/s", line)
     assert.matches("ratio", timing.ratio_line(r, 1, 2))
   end)
+
+  it("a GEMM's TFLOP/s: 2 n^3 over the median time", function()
+    local tm = timing.new({ warm_ms = 0, min_rounds = 3, min_ms = 0 })
+    -- 2 ms per call: 2 * 1000^3 flop / 2 ms = 1 TFLOP/s
+    assert.are.equal(1, tm:tflops("g", 1000, fn("g", function() return 2 end)))
+  end)
+
+  it("the GEMM table's rows: ratio and baseline, '-' for a baseline not measured", function()
+    local with = timing.row_text("bf16 4096^3", 600, "cuBLAS", 400, ">= 1.0x")
+    assert.truthy(with:find("600.0", 1, true) and with:find("400.0", 1, true) and with:find("1.500x", 1, true))
+    assert.truthy(with:find(">= 1.0x$"))
+    local without = timing.row_text("bf16 4096^3", 600, "cuBLAS", nil)
+    assert.truthy(without:find("cuBLAS%s+%-%s+%-%s*$"), without)
+    assert.are.equal(#with:match("^.-600%.0"), #without:match("^.-600%.0")) -- aligned columns
+  end)
+
+  -- a new temporary file holding text: its path
+  local function temp_file(text)
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write(text)
+    f:close()
+    return path
+  end
+
+  it("the GEMM benches' command line: baselines file and sizes, with defaults; a bad size is an error", function()
+    local path = temp_file('{"bf16_4096": 512.5, "note": "x", "int8_8192": 1e3}')
+    local base, sizes = timing.gemm_args({ [0] = "b.lua", path, "1024", "2048" })
+    assert.are.same({ bf16_4096 = 512.5, int8_8192 = 1000 }, base)
+    assert.are.same({ 1024, 2048 }, sizes)
+    base, sizes = timing.gemm_args({ [0] = "b.lua" })
+    assert.are.same({}, base)
+    assert.are.same({ 4096, 8192 }, sizes)
+    local ok, err = pcall(timing.gemm_args, { path, "4k" })
+    assert.is_false(ok)
+    assert.are.equal('bench: size "4k" is not a number', err)
+    -- baselines(): the file when named (the command is not run), else the command's output
+    local nums, text = timing.baselines(path, "echo '{\"x\": 1}'")
+    assert.are.same({ bf16_4096 = 512.5, int8_8192 = 1000 }, nums)
+    assert.truthy(text:find("note", 1, true))
+    assert.are.same({ x = 1 }, (timing.baselines(nil, "echo '{\"x\": 1}'")))
+    assert.are.same({}, (timing.baselines(nil, "exit 3")))
+    assert.are.same({}, (timing.baselines(path .. ".missing", "echo '{\"x\": 1}'")))
+    os.remove(path)
+  end)
+
+  it("child(): runs this script again with --child, its environment and arguments; key=value words back", function()
+    local path = temp_file('if arg[1] == "--child" then print(("RESULT n=%s word=%s_%s"):format(os.getenv("CHILD_N"), ' ..
+      'arg[2], arg[3])) end')
+    local saved = _G.arg
+    _G.arg = { [0] = path }
+    local ok, r = pcall(timing.child, "CHILD_N=42", "a b", "n")
+    local ok2, err = pcall(timing.child, "", "a b", "missing")
+    _G.arg = saved
+    os.remove(path)
+    assert(ok, r)
+    assert.are.same({ n = 42, word = "a_b" }, r)
+    assert.is_false(ok2)
+    assert.truthy(err:find("child failed:\nRESULT n=nil word=a_b", 1, true), err)
+  end)
 end)

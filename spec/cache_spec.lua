@@ -27,13 +27,7 @@ local f32 = cute.float32
 local spec = cute.tensor_spec({ 256 }, f32)
 local HAVE_PTXAS = C.cute_ptxas_path() ~= nil
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
-  local out = p:read("*a")
-  p:close()
-  local rc = tonumber(out:match("rc=(%d+)\n?$"))
-  return out:gsub("rc=%d+\n?$", ""), rc
-end
+local sh = U.sh
 
 local function write(path, text)
   local f = assert(io.open(path, "wb"))

@@ -19,10 +19,7 @@ end
 
 local this_file = "control_spec.lua"
 
-local function count(s, pat)
-  local _, n = s:gsub(pat, "")
-  return n
-end
+local count = dofile("spec/support/util.lua").count
 
 describe("fallback conditions (operator-level tracer)", function()
   it("cute.logical_and(false, i < n) is refused, not negated", function()

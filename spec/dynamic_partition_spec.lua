@@ -300,27 +300,8 @@ describe("cute.copy on partitions with run-time strides", function()
 end)
 
 describe("cute.dynamic(t, {divisibility = n})", function()
-  -- the stub driver of spec/launch_spec.lua: launches recorded, nothing run
-  local launches = 0
-  local next_handle = 4096
-  local driver = {
-    available = function() return true end,
-    cute_cuda_module_load = function(image, size, is_ptx, out)
-      next_handle = next_handle + 16
-      out[0] = ffi.cast("void*", next_handle)
-      return 0
-    end,
-    cute_cuda_module_get_function = function(mod, name, out)
-      out[0] = ffi.cast("void*", ffi.cast("uintptr_t", mod) + 1)
-      return 0
-    end,
-    cute_cuda_module_unload = function() return 0 end,
-    cute_cuda_launch = function() launches = launches + 1; return 0 end,
-    cute_cuda_launch_cluster = function() launches = launches + 1; return 0 end,
-    cute_cuda_func_set_max_dynamic_smem = function() return 0 end,
-    cute_cuda_get_device = function(out) out[0] = 0; return 0 end,
-    cute_cuda_set_device = function() return 0 end,
-  }
+  -- a stub driver: launches counted (stub.launches), nothing run
+  local driver, stub = util.stub_driver()
   setup(function() K._use_driver(driver) end)
   teardown(function() K._use_driver(nil) end)
   local function dev(ptr, shape, strides) return { ptr = ptr, shape = shape, strides = strides, dtype = f16 } end
@@ -344,10 +325,10 @@ describe("cute.dynamic(t, {divisibility = n})", function()
   it("launches check every run-time stride, at the call's line, on every launch", function()
     local k = cute.kernel(scale, { name = "dynamic_partition_launch" })
     local l = k:launch { grid = 1, block = 32 }
-    launches = 0
+    stub.launches = 0
     l(cute.dynamic(dev(4096, { 64, 64 }, { 72, 1 }), { divisibility = 8 }))
     l(cute.dynamic(dev(8192, { 32, 40 }, { 40, 1 }), { divisibility = 8 })) -- (the fast path)
-    assert.are.equal(2, launches)
+    assert.are.equal(2, stub.launches)
     expect(function() l(cute.dynamic(dev(4096, { 64, 64 }, { 68, 1 }), { divisibility = 8 })) end,
       "cute.launch: argument 1 (A): cute.dynamic(t, {divisibility = 8}) but stride 0 of the tensor of shape (64,64) " ..
       "and strides (68,1) is 68, not a multiple of 8")
@@ -363,7 +344,7 @@ describe("cute.dynamic(t, {divisibility = n})", function()
     -- k(cfg, ...) too
     expect(function() k({ grid = 1, block = 32 }, cute.dynamic(dev(4096, { 64, 64 }, { 67, 1 }), { divisibility = 2 })) end,
       "is 67, not a multiple of 2")
-    assert.are.equal(3, launches)
+    assert.are.equal(3, stub.launches)
   end)
 
   it("bad options are errors at the user's line", function()

@@ -15,15 +15,9 @@ os.remove(TMP)
 local n_dir = 0
 local function newdir() n_dir = n_dir + 1; return ("%s_export%d"):format(TMP, n_dir) end
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
-  local out = p:read("*a")
-  p:close()
-  local rc = tonumber(out:match("rc=(%d+)%s*$"))
-  return rc, out:gsub("rc=%d+%s*$", "")
-end
+local sh = dofile("spec/support/util.lua").sh
 local function must(cmd)
-  local rc, out = sh(cmd)
+  local out, rc = sh(cmd)
   assert(rc == 0, ("command failed (%s):\n%s\n%s"):format(tostring(rc), cmd, out))
   return out
 end
@@ -92,7 +86,7 @@ describe("k:export", function()
       '  return vadd1_launch(s, g, b, 0, p, p, p, 7) | vadd1_load() | vadd1_unload();\n}\n')
     f:close()
     must(("%s -I%s -c %s/use.c -o %s/use.o"):format(CFLAGS, dir, dir, dir))
-    if sh("command -v c++ >/dev/null") == 0 then
+    if select(2, sh("command -v c++ >/dev/null")) == 0 then
       must(("c++ -x c++ -Wall -Wextra -Werror -I%s -c %s/use.c -o %s/use_cpp.o"):format(dir, dir, dir))
       assert.truthy(must("nm -u " .. dir .. "/use_cpp.o"):find("U vadd1_launch\n", 1, true)) -- C linkage
     end
@@ -238,7 +232,7 @@ end)
 
 -- examples/aot: export, then build the C program that links only libcuda
 local function libcuda()
-  local rc, out = sh("ldconfig -p | grep -o '/[^ ]*libcuda\\.so\\.1$' | head -1")
+  local out, rc = sh("ldconfig -p | grep -o '/[^ ]*libcuda\\.so\\.1$' | head -1")
   local p = rc == 0 and out:match("(%S+)") or nil
   return p
 end

@@ -23,21 +23,9 @@ local C = require("cute.ffi").C
 local util = dofile("spec/support/util.lua")
 
 local PTXAS = C.cute_ptxas_path() ~= nil
-local function load_example()
-  local f = assert(loadfile("examples/flash_attention_sm90.lua"))
-  local env = getfenv(f) -- the example returns its module when CUTE_EXAMPLE_LIB is set
-  local saved = env.arg
-  env.arg, env.CUTE_EXAMPLE_LIB = { [0] = "examples/flash_attention_sm90.lua" }, true
-  local M = f()
-  env.arg, env.CUTE_EXAMPLE_LIB = saved, nil
-  return M
-end
-local FA3 = load_example()
+local FA3 = dofile("examples/common.lua").load("flash_attention_sm90")
 
-local function count(s, pat)
-  local _, n = s:gsub(pat, "")
-  return n
-end
+local count = util.count
 
 describe("FlashAttention-3-style forward (sm_90a)", function()
   it("the A fragment of k-block kb (P in registers) is accumulator elements 8 kb .. 8 kb + 7, same rows and keys", function()
@@ -241,31 +229,14 @@ describe("FlashAttention-3-style forward (sm_90a)", function()
   it("one compile serves every S: launches (a stub driver) pass the atoms, S and the run-time extents, grid and shared memory", function()
     local ffi = require("ffi")
     local K_ = require("cute.kernel")
-    local launches, loads = {}, 0
-    local function launch(fn, gx, gy, gz, bx, by, bz, smem, stream, params)
+    local launches = {}
+    local driver, stub = util.stub_driver(function(fn, gx, gy, gz, bx, by, bz, smem, stream, params)
       local i32 = function(i) return ffi.cast("int32_t*", params[i])[0] end
       local b = ffi.cast("uint8_t*", params[0])
       launches[#launches + 1] = { grid = { gx, gy, gz }, block = bx * by * bz, smem = smem, q_byte = b[0],
         mQ = { i32(1), i32(2), i32(3) }, S = i32(12), o_byte = ffi.cast("uint8_t*", params[13])[0] }
-      return 0
-    end
-    K_._use_driver({
-      available = function() return true end,
-      cute_cuda_module_load = function(image, size, is_ptx, out)
-        loads = loads + 1
-        out[0] = ffi.cast("void*", 4096 + 16 * loads)
-        return 0
-      end,
-      cute_cuda_module_get_function = function(mod, name, out) out[0] = ffi.cast("void*", 1); return 0 end,
-      cute_cuda_module_unload = function() return 0 end,
-      cute_cuda_launch = launch,
-      cute_cuda_launch_cluster = function(fn, gx, gy, gz, bx, by, bz, cx, cy, cz, smem, stream, params)
-        return launch(fn, gx, gy, gz, bx, by, bz, smem, stream, params)
-      end,
-      cute_cuda_func_set_max_dynamic_smem = function() return 0 end,
-      cute_cuda_get_device = function(out) out[0] = 0; return 0 end,
-      cute_cuda_set_device = function() return 0 end,
-    })
+    end)
+    K_._use_driver(driver)
     local ok, err = pcall(function()
       local opts = { d = 128, causal = true }
       local k = FA3.make_kernel(opts):with{ arch = "sm_90a", use_ptxas = false }
@@ -281,7 +252,7 @@ describe("FlashAttention-3-style forward (sm_90a)", function()
     end)
     K_._use_driver(nil)
     assert(ok, err)
-    assert.are.equal(1, loads)
+    assert.are.equal(1, stub.loads)
     assert.are.equal(2, #launches)
     for n, s in ipairs({ 200, 4096 }) do
       local l = launches[n]
@@ -309,7 +280,7 @@ describe("FlashAttention-3-style forward (sm_90a)", function()
   for _, s in ipairs({ 200, 333, 1024 }) do
     for _, d in ipairs({ 64, 128 }) do
       for _, causal in ipairs({ false, true }) do
-        util.gpu_it(("B=1 H=2 S=%d D=%d%s against the CPU reference"):format(s, d, causal and " causal" or ""),
+        util.hopper_it(("B=1 H=2 S=%d D=%d%s against the CPU reference"):format(s, d, causal and " causal" or ""),
           function()
             local maxerr, rel = FA3.check({ d = d, causal = causal }, 1, 2, s)
             assert.is_true(rel < 1e-2, ("relative error %g"):format(rel))
@@ -322,7 +293,7 @@ describe("FlashAttention-3-style forward (sm_90a)", function()
     { epilogue = "direct" } }) do
     local name = {}
     for k2, x in pairs(v) do name[#name + 1] = k2 .. " = " .. tostring(x) end
-    util.gpu_it(("B=2 H=3 S=333 D=128 causal, %s against the CPU reference"):format(table.concat(name, ", ")), function()
+    util.hopper_it(("B=2 H=3 S=333 D=128 causal, %s against the CPU reference"):format(table.concat(name, ", ")), function()
       local opts = { d = 128, causal = true }
       for k2, x in pairs(v) do opts[k2] = x end
       local maxerr, rel = FA3.check(opts, 2, 3, 333)

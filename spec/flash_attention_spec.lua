@@ -17,22 +17,10 @@ local tssa, tr = require("cute.tensor_ssa"), require("cute.trace")
 local layout = require("cute.layout")
 
 local PTXAS = C.cute_ptxas_path() ~= nil
-local function load_example()
-  local f = assert(loadfile("examples/flash_attention_fwd.lua"))
-  local env = getfenv(f) -- the example's globals: it returns its module when CUTE_EXAMPLE_LIB is set
-  local saved = env.arg
-  env.arg, env.CUTE_EXAMPLE_LIB = { [0] = "examples/flash_attention_fwd.lua" }, true
-  local M = f()
-  env.arg, env.CUTE_EXAMPLE_LIB = saved, nil
-  return M
-end
-local FA = load_example()
+local FA = dofile("examples/common.lua").load("flash_attention_fwd")
 local _ = cute._
 
-local function count(s, pat)
-  local _, n = s:gsub(pat, "")
-  return n
-end
+local count = util.count
 
 describe("FlashAttention-2 forward", function()
   -- (warps, block_m) configurations: the default (8, 128), and 4 warps with one

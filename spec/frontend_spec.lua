@@ -12,11 +12,7 @@ local function line_of(marker) return dofile("spec/support/util.lua").line_of(TH
 
 local function spec1(n, dt) return cute.tensor_spec({ n }, dt or f32) end
 local function has(s, pat) return s:find(pat, 1, true) ~= nil end
-local function count(s, pat)
-  local n = 0
-  for _ in s:gmatch(pat) do n = n + 1 end
-  return n
-end
+local count = dofile("spec/support/util.lua").count
 local function trace_error(k, ...)
   local ok, e = pcall(k.ir, k, ...)
   assert.is_false(ok, "expected a trace error")

@@ -15,14 +15,7 @@ local f32, bf16, i8, u8, i32 = cute.float32, cute.bfloat16, cute.int8, cute.uint
 local THIS = "spec/gemm_atoms_spec.lua"
 local PTXAS = C.cute_ptxas_path() ~= nil
 
-local function count(s, sub)
-  local n, i = 0, 1
-  while true do
-    local j = s:find(sub, i, true)
-    if not j then return n end
-    n, i = n + 1, j + #sub
-  end
-end
+local count = util.count_plain
 
 local function ptx_version(a) return math.floor(tonumber(a.min_ptx) * 10 + 0.5) end
 

@@ -9,28 +9,13 @@ local util = dofile("spec/support/util.lua")
 local has = util.has
 local bf16 = cute.bfloat16
 local PTXAS = C.cute_ptxas_path() ~= nil
+local ex = dofile("examples/common.lua")
+local example = ex.load
 
-local function example(name)
-  -- (the example's chunk runs in the global environment, not the spec's)
-  local saved = _G.arg
-  _G.arg = { [0] = "examples/" .. name .. ".lua" }
-  _G.CUTE_EXAMPLE_LIB = true
-  local ok, m = pcall(dofile, _G.arg[0])
-  _G.CUTE_EXAMPLE_LIB = nil
-  _G.arg = saved
-  assert(ok, m)
-  return m
-end
-
-local function count(s, pat)
-  local n = 0
-  for _ in s:gmatch(pat) do n = n + 1 end
-  return n
-end
+local count = util.count
 
 local function dyn(t) return cute.dynamic(t, { index_bits = 32 }) end
 local function spec2(r, c) return dyn(cute.tensor_spec({ r, c }, bf16)) end
-local ex = dofile("examples/common.lua")
 
 -- gemm(A, B, C, 0.75, -1.25) on random bf16 data of one size, every element
 -- against the reference on the rounded inputs (within 2% of |ref| + 1)
@@ -66,6 +51,60 @@ describe("examples/common.lua: the GEMM reference", function()
   end)
 end)
 
+
+describe("examples/common.lua: an example as a module", function()
+  it("load returns the module, passes the arguments and restores arg and CUTE_EXAMPLE_LIB", function()
+    local saved = _G.arg
+    local m = ex.load("gemm_bf16_arch.lua")
+    assert.are.equal("function", type(m.make_gemm))
+    assert.are.equal(saved, _G.arg)
+    assert.is_nil(_G.CUTE_EXAMPLE_LIB)
+    assert.are.equal("table", type(ex.load_kernel("transpose", { 64, 32 })))
+  end)
+
+  it("an example that fails or returns no module: its error, arg and CUTE_EXAMPLE_LIB restored", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir) == 0)
+    local function write(name, text)
+      local f = assert(io.open(dir .. "/" .. name .. ".lua", "w"))
+      f:write(text)
+      f:close()
+    end
+    write("bad", "assert(CUTE_EXAMPLE_LIB and arg[1] == '7' and arg[0]:match('bad%.lua$')); error('bad example', 0)")
+    write("runs", "if CUTE_EXAMPLE_LIB then return 42 end")
+    local ex2 = dofile("examples/common.lua")
+    ex2.dir = dir .. "/"
+    local saved = _G.arg
+    _G.CUTE_EXAMPLE_LIB = "outer" -- (a nested load keeps the outer value)
+    local ok, err = pcall(ex2.load, "bad", { 7 })
+    local lib_after = _G.CUTE_EXAMPLE_LIB
+    local ok2, err2 = pcall(ex2.load, "runs")
+    _G.CUTE_EXAMPLE_LIB = nil
+    os.execute("rm -rf " .. dir)
+    assert.is_false(ok)
+    assert.are.equal("bad example", err)
+    assert.are.equal("outer", lib_after)
+    assert.are.equal(saved, _G.arg)
+    assert.is_false(ok2)
+    assert.truthy(err2:find("runs.lua returned number, not its module", 1, true))
+  end)
+
+  util.gpu_it("square_operands: random n x n A and B in [-1, 1), a zero C of the other dtype", function()
+    local A, B, Cm = ex.square_operands(48, bf16, cute.float32)
+    for _, t in ipairs({ A, B, Cm }) do assert.are.same({ 48, 48 }, { t.shape[1], t.shape[2] }) end
+    assert.are.equal(bf16.name, A.dtype.name)
+    assert.are.equal(cute.float32.name, Cm.dtype.name)
+    local a, b, c, distinct = A:to_table(), B:to_table(), Cm:to_table(), 0
+    for i = 1, 48 * 48 do
+      assert.is_true(a[i] >= -1 and a[i] <= 1 and b[i] >= -1 and b[i] <= 1, tostring(a[i]) .. " " .. tostring(b[i]))
+      assert.are.equal(0, c[i])
+      if a[i] ~= b[i] then distinct = distinct + 1 end
+    end
+    assert.is_true(distinct > 48 * 48 / 2, "A and B hold different values")
+    for _, t in ipairs({ A, B, Cm }) do t:free() end
+  end)
+end)
 describe("examples/gemm_bf16_arch.lua", function()
   local m = example("gemm_bf16_arch")
   for _, cfg in ipairs({ { bm = 128, bn = 128, warps_m = 2, warps_n = 2, stages = 3 },

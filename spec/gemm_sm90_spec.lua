@@ -12,23 +12,9 @@ local has = util.has
 local bf16, e4m3 = cute.bfloat16, cute.float8_e4m3fn
 local PTXAS = C.cute_ptxas_path() ~= nil
 local ex = dofile("examples/common.lua")
+local example = ex.load
 
-local function example(name)
-  local saved = _G.arg
-  _G.arg = { [0] = "examples/" .. name .. ".lua" }
-  _G.CUTE_EXAMPLE_LIB = true
-  local ok, m = pcall(dofile, _G.arg[0])
-  _G.CUTE_EXAMPLE_LIB = nil
-  _G.arg = saved
-  assert(ok, m)
-  return m
-end
-
-local function count(s, pat)
-  local n = 0
-  for _ in s:gmatch(pat) do n = n + 1 end
-  return n
-end
+local count = util.count
 
 -- compile the kernel gemm.args picks for tensor specs (no GPU: 66 clusters, an H100's)
 local function compile(g, ab, c_dtype, beta, n)
@@ -298,11 +284,6 @@ end)
 
 -- on the GPU ----------------------------------------------------------------------
 
-local function sm90_gpu()
-  local d = cute.device(0)
-  return d.cc[1] >= 9, ("the GPU is %s (cc %d.%d), not sm_90"):format(d.name, d.cc[1], d.cc[2])
-end
-
 -- gemm(A, B, C, alpha, beta) on random data, every element against the CPU reference;
 -- clusters: launch that many persistent clusters (default: as many as the SMs hold)
 local function check_all(g, ab, c_dtype, M, N, K, alpha, beta, tol, clusters)
@@ -382,23 +363,23 @@ local function check_fp8(g, out)
   end
 end
 
+-- every element of the bf16 gemm g at odd sizes, with alpha and beta and with beta = 0
+local function check_odd_sizes(g)
+  for _, s in ipairs({ { 1000, 1030, 520 }, { 129, 257, 64 }, { 1, 1, 8 }, { 384, 512, 1024 } }) do
+    check_all(g, bf16, bf16, s[1], s[2], s[3], 0.75, -1.25, 0.02)
+    check_all(g, bf16, bf16, s[1], s[2], s[3], 1.5, 0, 0.02)
+  end
+end
+
 describe("examples/gemm_sm90.lua on an sm_90 GPU", function()
   local m = example("gemm_sm90")
-  util.gpu_it("odd sizes, alpha and beta, every element against a CPU reference", function()
-    local ok, why = sm90_gpu()
-    if not ok then return pending(why) end
+  util.hopper_it("odd sizes, alpha and beta, every element against a CPU reference", function()
     for _, cfg in ipairs({ { bn = 256 }, { bn = 128 }, { bn = 256, cluster_m = 1 }, { bn = 256, peel = true } }) do
-      local g = m.make_gemm(cfg)
-      for _, s in ipairs({ { 1000, 1030, 520 }, { 129, 257, 64 }, { 1, 1, 8 }, { 384, 512, 1024 } }) do
-        check_all(g, bf16, bf16, s[1], s[2], s[3], 0.75, -1.25, 0.02)
-        check_all(g, bf16, bf16, s[1], s[2], s[3], 1.5, 0, 0.02)
-      end
+      check_odd_sizes(m.make_gemm(cfg))
     end
   end)
 
-  util.gpu_it("4096^3: sampled elements against CPU dot products", function()
-    local ok, why = sm90_gpu()
-    if not ok then return pending(why) end
+  util.hopper_it("4096^3: sampled elements against CPU dot products", function()
     check_sampled(m.make_gemm{ bn = 256 }, 4096)
   end)
 end)
@@ -411,24 +392,14 @@ describe("examples/gemm_sm90.lua, schedule = \"pingpong\", on an sm_90 GPU", fun
     for k, v in pairs(cfg) do c[k] = v end
     return m.make_gemm(c)
   end
-  util.gpu_it("odd sizes, alpha and beta, every element against a CPU reference", function()
-    local ok, why = sm90_gpu()
-    if not ok then return pending(why) end
-    for _, cfg in ipairs(PP) do
-      local g = gemm(cfg)
-      for _, s in ipairs({ { 1000, 1030, 520 }, { 129, 257, 64 }, { 1, 1, 8 }, { 384, 512, 1024 } }) do
-        check_all(g, bf16, bf16, s[1], s[2], s[3], 0.75, -1.25, 0.02)
-        check_all(g, bf16, bf16, s[1], s[2], s[3], 1.5, 0, 0.02)
-      end
-    end
+  util.hopper_it("odd sizes, alpha and beta, every element against a CPU reference", function()
+    for _, cfg in ipairs(PP) do check_odd_sizes(gemm(cfg)) end
   end)
 
   -- few persistent clusters: each CTA runs many tiles, both warpgroups take turns over
   -- odd and even numbers of them, and the ring's phases wrap many times with k-tile
   -- counts below, at and above the stage count (K = 64, 200, 520: 1, 4, 9 k-tiles of 64)
-  util.gpu_it("odd sizes on 1, 3 and 7 clusters: many tiles per CTA, every element against a CPU reference", function()
-    local ok, why = sm90_gpu()
-    if not ok then return pending(why) end
+  util.hopper_it("odd sizes on 1, 3 and 7 clusters: many tiles per CTA, every element against a CPU reference", function()
     for _, cfg in ipairs(PP) do
       local g = gemm(cfg)
       for _, clusters in ipairs({ 1, 3, 7 }) do
@@ -440,16 +411,12 @@ describe("examples/gemm_sm90.lua, schedule = \"pingpong\", on an sm_90 GPU", fun
     end
   end)
 
-  util.gpu_it("4096^3: sampled elements against CPU dot products", function()
-    local ok, why = sm90_gpu()
-    if not ok then return pending(why) end
+  util.hopper_it("4096^3: sampled elements against CPU dot products", function()
     check_sampled(gemm{ bm = 64, bn = 256 }, 4096)
     check_sampled(gemm{ bm = 128, bn = 128 }, 4096)
   end)
 
-  util.gpu_it("fp8 e4m3 (gemm_fp8_sm90.lua), bf16 and f32 out, every element against a CPU reference", function()
-    local ok, why = sm90_gpu()
-    if not ok then return pending(why) end
+  util.hopper_it("fp8 e4m3 (gemm_fp8_sm90.lua), bf16 and f32 out, every element against a CPU reference", function()
     local fp8 = example("gemm_fp8_sm90")
     for _, out in ipairs({ bf16, cute.float32 }) do
       for _, t in ipairs({ { 64, 256 }, { 128, 128 } }) do
@@ -461,9 +428,7 @@ end)
 
 describe("examples/gemm_fp8_sm90.lua on an sm_90 GPU", function()
   local m = example("gemm_fp8_sm90")
-  util.gpu_it("odd sizes, e4m3 in, bf16 and f32 out, scales, every element against a CPU reference", function()
-    local ok, why = sm90_gpu()
-    if not ok then return pending(why) end
+  util.hopper_it("odd sizes, e4m3 in, bf16 and f32 out, scales, every element against a CPU reference", function()
     for _, out in ipairs({ bf16, cute.float32 }) do check_fp8(m.make_gemm{ c_dtype = out, bn = 128 }, out) end
   end)
 end)

@@ -28,14 +28,7 @@ local function run(ab, K, al, Mm, Nn, Kk, add_c)
   tg.kernel(tm, add_c):launch{ grid = 1, block = tm.size }(dA, dB, dC)
   local got = dC:to_host()
   local want = tg.reference(A, B, add_c and C0 or nil, Mm, Nn, Kk)
-  local bad, first = 0, nil
-  for i = 0, Mm * Nn - 1 do
-    if got[i] ~= want[i] then
-      bad = bad + 1
-      first = first or ("C[%d][%d]: got %s, want %s"):format(math.floor(i / Nn), i % Nn, tostring(got[i]),
-        tostring(want[i]))
-    end
-  end
+  local bad, first = util.mismatches(got, want, Mm, Nn)
   assert.are.equal(0, bad, ("%s m16n8k%d atoms (%d,%d,%d) %dx%dx%d%s: %d wrong, first %s"):format(ab.name, K,
     al[1], al[2], al[3], Mm, Nn, Kk, add_c and " + C" or "", bad, tostring(first)))
   for _, t in ipairs({ dA, dB, dC }) do t:free() end

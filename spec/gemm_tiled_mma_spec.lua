@@ -114,14 +114,7 @@ describe("TiledMMA:get_slice and partition_A/B/C", function()
   end)
 end)
 
-local function count(s, plain)
-  local n, i = 0, 1
-  while true do
-    local j = s:find(plain, i, true)
-    if not j then return n end
-    n, i = n + 1, j + 1
-  end
-end
+local count = util.count_plain
 
 describe("cute.gemm on fragments", function()
   local cases = {

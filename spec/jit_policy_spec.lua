@@ -6,12 +6,7 @@
 local U = dofile("spec/support/util.lua")
 local self_exe = U.self_exe
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1")
-  local out = p:read("*a")
-  p:close()
-  return out
-end
+local sh = U.sh
 
 -- a child: hot loops through smem layout atoms (cute.smem_atom, off) and the
 -- layout algebra (cute.layout, on); prints the modules traces started in

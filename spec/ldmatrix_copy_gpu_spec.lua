@@ -36,14 +36,7 @@ local function run(cfg)
   k:launch{ grid = 1, block = tm.size }(dA, dB, dC)
   local got = dC:to_table()
   local want = lg.reference(A, B, Mm, Nn, Kk, cfg.b_mn_major)
-  local bad, first = 0, nil
-  for i = 0, Mm * Nn - 1 do
-    if got[i + 1] ~= want[i] then
-      bad = bad + 1
-      first = first or ("C[%d][%d]: got %s, want %s"):format(math.floor(i / Nn), i % Nn, tostring(got[i + 1]),
-        tostring(want[i]))
-    end
-  end
+  local bad, first = util.mismatches(got, want, Mm, Nn, true)
   assert.are.equal(0, bad, ("%s %dx%dx%d, B %s-major, ldmatrix x%d for B%s: %d wrong, first %s"):format(cfg.ab.name,
     Mm, Nn, Kk, cfg.b_mn_major and "MN" or "K", cfg.nb or 4, cfg.stmatrix and ", C through stmatrix" or "", bad,
     tostring(first)))

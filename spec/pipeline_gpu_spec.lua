@@ -3,20 +3,14 @@
 -- producer warp and three consumer warps, PipelineTmaAsync fed by bulk copies
 -- (one CTA, and 2-CTA clusters with multicast and remote releases), and the
 -- tiles each persistent block visits.  Without a GPU every test is pending;
--- on a GPU older than sm_90 too.
+-- on a GPU other than sm_90a too.
 local cute = require("cute")
 local util = dofile("spec/support/util.lua")
 local K = dofile("spec/support/sm90_kernels.lua")
 local ts = require("cute.tile_scheduler")
 local f32, i32 = cute.float32, cute.int32
 
-local function hopper_it(name, fn)
-  util.gpu_it(name, function()
-    local d = cute.device()
-    if d.cc.major < 9 then pending("needs sm_90 (Hopper): the device is " .. d.name .. " (" .. d.arch .. ")") end
-    fn()
-  end)
-end
+local hopper_it = util.hopper_it
 
 local function rand_table(n)
   local r = util.rand_floats(n)

@@ -2,20 +2,14 @@
 -- references: a bulk copy in with complete_tx and out again, 2-CTA clusters
 -- (block ranks, DSMEM writes through mapa into the peer's shared memory, a
 -- remote mbarrier arrive), elect_one, setmaxnreg in a warp-specialised
--- kernel, named barriers with thread counts.  Without a GPU (or on one older
--- than sm_90) every test is pending.
+-- kernel, named barriers with thread counts.  Without a GPU (or on one other
+-- than sm_90a) every test is pending.
 local cute = require("cute")
 local util = dofile("spec/support/util.lua")
 local K = dofile("spec/support/sm90_kernels.lua")
 local f32, i32 = cute.float32, cute.int32
 
-local function hopper_it(name, fn)
-  util.gpu_it(name, function()
-    local d = cute.device()
-    if d.cc.major < 9 then pending("needs sm_90 (Hopper): the device is " .. d.name .. " (" .. d.arch .. ")") end
-    fn()
-  end)
-end
+local hopper_it = util.hopper_it
 
 describe("cute.arch Hopper primitives on the GPU", function()
   hopper_it("cp.async.bulk global -> shared (mbarrier complete_tx), 2 x + 1, shared -> global", function()

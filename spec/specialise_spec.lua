@@ -16,14 +16,7 @@ local THIS = "spec/specialise_spec.lua"
 local function line_of(marker) return dofile("spec/support/util.lua").line_of(THIS, marker) end
 
 local function has(s, sub) return s ~= nil and s:find(sub, 1, true) ~= nil end
-local function count(s, sub)
-  local n, i = 0, 1
-  while true do
-    local a, b = s:find(sub, i, true)
-    if not a then return n end
-    n, i = n + 1, b + 1
-  end
-end
+local count = dofile("spec/support/util.lua").count_plain
 
 -- the fake driver: records each launch (the entry's fake fn holds its IR)
 local launches = {}

@@ -11,21 +11,7 @@ local cute = require("cute")
 local util = dofile("spec/support/util.lua")
 local wgg = dofile("spec/support/wgmma_gemm.lua")
 
--- the device is sm_90 (Hopper)?  (checked inside the tests: the GPU may be absent)
-local function hopper()
-  local ok, arch = pcall(function() return require("cute.compile").device_arch() end)
-  return ok and arch == "sm_90a"
-end
-
-local function gpu_it(name, fn)
-  util.gpu_it(name, function()
-    if not hopper() then
-      pending("needs an sm_90a GPU (H100)")
-      return
-    end
-    fn()
-  end)
-end
+local gpu_it = util.hopper_it -- (pending without an sm_90a GPU)
 
 -- n random values: multiples of 1/4 in [-2, 2] (integers in [-2, 2] when ints)
 local function rand_vals(n, ints)
@@ -55,14 +41,7 @@ local function run(cfg)
   k:with({ arch = "sm_90a" }):launch{ grid = 1, block = tm.size }(dA, dB, dC)
   local got = dC:to_table()
   local want = wgg.reference(A, B, Mm, Nn, Kk)
-  local bad, first = 0, nil
-  for i = 0, Mm * Nn - 1 do
-    if got[i + 1] ~= want[i] then
-      bad = bad + 1
-      first = first or ("C[%d][%d]: got %s, want %s"):format(math.floor(i / Nn), i % Nn, tostring(got[i + 1]),
-        tostring(want[i]))
-    end
-  end
+  local bad, first = util.mismatches(got, want, Mm, Nn, true)
   assert.are.equal(0, bad, ("%s %dx%dx%d, A %s-major from %s, B %s-major: %d wrong, first %s"):format(cfg.kind, Mm,
     Nn, Kk, cfg.a_major or "K", cfg.a_src or "smem", cfg.b_major or "K", bad, tostring(first)))
   for _, t in ipairs({ dA, dB, dC }) do t:free() end

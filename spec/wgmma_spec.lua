@@ -16,11 +16,7 @@ local _ = cute._
 
 local THIS = "spec/wgmma_spec.lua"
 local PTXAS = C.cute_ptxas_path() ~= nil
-local function count(s, pat)
-  local n = 0
-  for _ in s:gmatch(pat) do n = n + 1 end
-  return n
-end
+local count = util.count
 local function u64(hex) return ffi.new("uint64_t", 0ULL + tonumber(hex:sub(1, 8), 16) * 2 ^ 32) + tonumber(hex:sub(9), 16) end
 
 -- compile for sm_90a; ptxas (when there) with no spills and no local memory
@@ -382,20 +378,7 @@ describe("cute.gemm on warpgroup tiled MMAs", function()
   it("the block size: checked at every launch (whole warpgroups, at least the tiled MMA's), no device code", function()
     local K = require("cute.kernel")
     local launches = {}
-    local driver = {
-      available = function() return true end,
-      cute_cuda_module_load = function(_, _, _, out) out[0] = ffi.cast("void*", 4096); return 0 end,
-      cute_cuda_module_get_function = function(_, _, out) out[0] = ffi.cast("void*", 4097); return 0 end,
-      cute_cuda_module_unload = function() return 0 end,
-      cute_cuda_launch = function(_, _, _, _, bx, by, bz)
-        launches[#launches + 1] = bx * by * bz
-        return 0
-      end,
-      cute_cuda_func_set_max_dynamic_smem = function() return 0 end,
-      cute_cuda_get_device = function(out) out[0] = 0; return 0 end,
-      cute_cuda_set_device = function() return 0 end,
-    }
-    K._use_driver(driver)
+    K._use_driver((util.stub_driver(function(_, _, _, _, bx, by, bz) launches[#launches + 1] = bx * by * bz end)))
     local ok, err = pcall(function()
       local function dev(ptr, m, n, dt) return { ptr = ptr, shape = { m, n }, strides = { n, 1 }, dtype = dt } end
       for _, c in ipairs({ { kind = "bf16", n = 64, k = 64, bk = 64 }, { kind = "bf16", n = 64, k = 64, bk = 64, wg_m = 2 } }) do

@@ -9,24 +9,14 @@
  * asserted: the machine may be loaded); prints "N passed, N failed". */
 #include "cute_compile_pool.h"
 #include "cute_ir.h"
+#include "check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static int passed, failed, verbose;
-
-#define CHECK(cond, ...)                                     \
-  do {                                                       \
-    if (cond) passed++;                                      \
-    else {                                                   \
-      failed++;                                              \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      printf(__VA_ARGS__);                                   \
-      printf("\n");                                          \
-    }                                                        \
-  } while (0)
+static int verbose;
 
 static double now_ms(void) {
   struct timespec ts;
@@ -200,6 +190,5 @@ int main(int argc, char **argv) {
     cute_ir_free(irs[i]);
   }
   if (verbose) printf("(verbose: nothing more to show)\n");
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed != 0;
+  return check_done();
 }

@@ -8,6 +8,7 @@
 #include "cute_host.h"
 #include "cute_lua.h"
 #include "cute_cuda.h"
+#include "check.h"
 
 #include <lua.h>
 #include <lauxlib.h>
@@ -19,22 +20,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static int passed, failed, skipped;
-static pthread_mutex_t count_lock = PTHREAD_MUTEX_INITIALIZER;
-
-#define CHECK(cond, ...)                                     \
-  do {                                                       \
-    pthread_mutex_lock(&count_lock);                         \
-    if (cond) passed++;                                      \
-    else {                                                   \
-      failed++;                                              \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      printf(__VA_ARGS__);                                   \
-      printf("\n");                                          \
-    }                                                        \
-    pthread_mutex_unlock(&count_lock);                       \
-  } while (0)
 
 static double now_s(void) {
   struct timespec ts;
@@ -388,6 +373,5 @@ int main(void) {
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) printf("note: could not remove %s\n", dir);
   }
-  printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
-  return failed != 0;
+  return check_done();
 }

@@ -5,6 +5,7 @@
  * present, for sm_80 and sm_90a).  Prints "N passed, N failed". */
 #include "cute_ir.h"
 #include "cute_cache.h"
+#include "check.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -13,18 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int passed, failed, skipped, verbose;
-
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (cond) passed++;                                    \
-    else {                                                 \
-      failed++;                                            \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      printf(__VA_ARGS__);                                 \
-      printf("\n");                                        \
-    }                                                      \
-  } while (0)
+static int verbose;
 
 /* c[i] = a[i] + b[i] with 16-byte read-only loads */
 static void build_vadd(cute_ir *ir) {
@@ -478,6 +468,5 @@ int main(int argc, char **argv) {
   }
 
   if (skipped) printf("ptxas not found: %d assemblies skipped\n", skipped);
-  printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
-  return failed != 0;
+  return check_done();
 }

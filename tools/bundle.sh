@@ -41,6 +41,6 @@ chmod +x "$D/bin/busted"
 # include/cuteluajit/, lib/pkgconfig/
 version=$(sed -n 's/.*CUTE_VERSION_MAJOR = \([0-9]*\), CUTE_VERSION_MINOR = \([0-9]*\), CUTE_VERSION_PATCH = \([0-9]*\).*/\1.\2.\3/p' include/cute.h)
 sh tools/install.sh install "$D" "$D" "$version" --bundle > /dev/null
-cp tests/host_c.c "$D/tests/" && cp tools/gpu_embed.sh "$D/tools/"
+cp tests/host_c.c tests/check.h "$D/tests/" && cp tools/gpu_embed.sh "$D/tools/"
 # (the oracle vectors travel with spec/, in spec/data/)
 echo "bundle: $(du -sh --apparent-size "$D" | cut -f1) in $D/"

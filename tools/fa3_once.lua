@@ -3,13 +3,9 @@
 --   cuteluajit tools/fa3_once.lua [B] [H] [S] [D] [causal 0/1]
 local cute = require("cute")
 local here = (arg[0]:match("(.*/)") or "./")
-local B, H, S, D = tonumber(arg[1]) or 4, tonumber(arg[2]) or 16, tonumber(arg[3]) or 4096, tonumber(arg[4]) or 128
-local saved = arg
-arg = { [0] = here .. "../examples/flash_attention_sm90.lua" }
-CUTE_EXAMPLE_LIB = true
-local FA = dofile(arg[0])
-CUTE_EXAMPLE_LIB = nil
-arg = saved
+local ex = dofile(here .. "../examples/common.lua")
+local B, H, S, D = ex.attention_sizes(arg)
+local FA = ex.load("flash_attention_sm90")
 local opts = { d = D, causal = arg[5] == "1" }
 local t = {}
 for i = 1, 4 do t[i] = cute.zeros({ B * H, S, D }, cute.bfloat16) end

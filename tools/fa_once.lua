@@ -3,14 +3,10 @@
 -- (FA_WARPS, FA_BLOCK_M, FA_Q_REGS, FA_MIN_BLOCKS: another configuration, as bench/flash_attention.lua)
 local cute = require("cute")
 local here = (arg[0]:match("(.*/)") or "./")
-local B, H, S, D = tonumber(arg[1]) or 4, tonumber(arg[2]) or 16, tonumber(arg[3]) or 4096, tonumber(arg[4]) or 128
 local causal = arg[5] == "1"
-local saved = arg
-arg = { [0] = here .. "../examples/flash_attention_fwd.lua" }
-CUTE_EXAMPLE_LIB = true
-local FA = dofile(arg[0])
-CUTE_EXAMPLE_LIB = nil
-arg = saved
+local ex = dofile(here .. "../examples/common.lua")
+local B, H, S, D = ex.attention_sizes(arg)
+local FA = ex.load("flash_attention_fwd")
 local t = {}
 for i = 1, 4 do t[i] = cute.zeros({ B * H, S, D }, cute.bfloat16) end
 local opts = { d = D, causal = causal, warps = tonumber(os.getenv("FA_WARPS")),

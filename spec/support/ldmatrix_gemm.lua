@@ -94,18 +94,9 @@ function M.specs(cfg)
 end
 
 -- C = A B (0-based arrays; A M x K, B N x K or K x N by b_mn_major)
+local gemm_reference = dofile("spec/support/util.lua").gemm_reference
 function M.reference(A, B, Mm, Nn, Kk, b_mn_major)
-  local Cr = {}
-  for m = 0, Mm - 1 do
-    for n = 0, Nn - 1 do
-      local s = 0
-      for k = 0, Kk - 1 do
-        s = s + A[m * Kk + k] * (b_mn_major and B[k * Nn + n] or B[n * Kk + k])
-      end
-      Cr[m * Nn + n] = s
-    end
-  end
-  return Cr
+  return gemm_reference(A, B, nil, Mm, Nn, Kk, b_mn_major)
 end
 
 return M

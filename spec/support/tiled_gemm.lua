@@ -83,16 +83,9 @@ function M.tiled_kernel(tm, bm, bn, bk, name)
 end
 
 -- C[m][n] = C0[m][n] + sum_k A[m][k] B[n][k] (0-based flat row-major arrays)
+local gemm_reference = dofile("spec/support/util.lua").gemm_reference
 function M.reference(A, B, C0, Mm, Nn, Kk)
-  local C = {}
-  for m = 0, Mm - 1 do
-    for n = 0, Nn - 1 do
-      local s = C0 and C0[m * Nn + n] or 0
-      for k = 0, Kk - 1 do s = s + A[m * Kk + k] * B[n * Kk + k] end
-      C[m * Nn + n] = s
-    end
-  end
-  return C
+  return gemm_reference(A, B, C0, Mm, Nn, Kk)
 end
 
 return M

@@ -35,6 +35,49 @@ function M.self_exe()
   return exe
 end
 
+-- A stub CUDA driver for require("cute.kernel")._use_driver (spec/launch_spec.lua
+-- has the full one): modules "load" at distinct made-up handles (stub.loads
+-- counts them), functions resolve, and every launch, plain or cluster, calls
+-- on_launch(fn, gx, gy, gz, bx, by, bz, smem, stream, params) (default: counts
+-- it in stub.launches); nothing runs.  Returns the driver and stub.
+function M.stub_driver(on_launch)
+  local ffi = require("ffi")
+  local stub = { loads = 0, launches = 0 }
+  on_launch = on_launch or function() stub.launches = stub.launches + 1 end
+  local driver = {
+    available = function() return true end,
+    cute_cuda_module_load = function(_, _, _, out)
+      stub.loads = stub.loads + 1
+      out[0] = ffi.cast("void*", 4096 + 16 * stub.loads)
+      return 0
+    end,
+    cute_cuda_module_get_function = function(mod, _, out)
+      out[0] = ffi.cast("void*", ffi.cast("uintptr_t", mod) + 1)
+      return 0
+    end,
+    cute_cuda_module_unload = function() return 0 end,
+    cute_cuda_launch = function(fn, gx, gy, gz, bx, by, bz, smem, stream, params)
+      return on_launch(fn, gx, gy, gz, bx, by, bz, smem, stream, params) or 0
+    end,
+    cute_cuda_launch_cluster = function(fn, gx, gy, gz, bx, by, bz, _, _, _, smem, stream, params)
+      return on_launch(fn, gx, gy, gz, bx, by, bz, smem, stream, params) or 0
+    end,
+    cute_cuda_func_set_max_dynamic_smem = function() return 0 end,
+    cute_cuda_get_device = function(out) out[0] = 0; return 0 end,
+    cute_cuda_set_device = function() return 0 end,
+  }
+  return driver, stub
+end
+
+-- run a shell command: its output (stdout and stderr) and its exit status
+function M.sh(cmd)
+  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
+  local out = p:read("*a")
+  p:close()
+  local rc = tonumber(out:match("rc=(%d+)\n?$"))
+  return (out:gsub("rc=%d+\n?$", "")), rc
+end
+
 -- it(name .. " #gpu", fn) when a GPU is there, else a visible pending test
 -- (never a pass) naming why there is none.  busted's it/pending live in the
 -- calling spec file's environment.
@@ -83,6 +126,59 @@ function M.at_line(file, e, marker)
   assert(e:find(file .. ":" .. M.line_of(file, marker) .. ":", 1, true), e)
 end
 
+-- how many times the Lua pattern pat matches in s
+function M.count(s, pat)
+  local _, n = s:gsub(pat, "")
+  return n
+end
+
+-- how many times the plain string sub occurs in s (not overlapping)
+function M.count_plain(s, sub)
+  local n, i = 0, 1
+  while true do
+    local _, e = s:find(sub, i, true)
+    if not e then return n end
+    n, i = n + 1, e + 1
+  end
+end
+
+-- the CPU reference of the GEMM specs, in doubles: C[m][n] = C0[m][n] + sum_k
+-- A[m][k] B[n][k] over 0-based flat row-major arrays (A M x K; B N x K, or
+-- K x N when b_mn_major; C0 may be nil); returns C, 0-based
+function M.gemm_reference(A, B, C0, Mm, Nn, Kk, b_mn_major)
+  local C = {}
+  for m = 0, Mm - 1 do
+    for n = 0, Nn - 1 do
+      local s = C0 and C0[m * Nn + n] or 0
+      if b_mn_major then
+        for k = 0, Kk - 1 do s = s + A[m * Kk + k] * B[k * Nn + n] end
+      else
+        for k = 0, Kk - 1 do s = s + A[m * Kk + k] * B[n * Kk + k] end
+      end
+      C[m * Nn + n] = s
+    end
+  end
+  return C
+end
+
+-- an exact comparison of a rows x cols row-major result with a 0-based
+-- reference: how many elements differ, and the first of them as
+-- "C[row][col]: got X, want Y".  got is 0-based, or 1-based (a to_table()
+-- result) when got_from_1 is true
+function M.mismatches(got, want, rows, cols, got_from_1)
+  local off = got_from_1 and 1 or 0
+  local bad, first = 0, nil
+  for i = 0, rows * cols - 1 do
+    local g = got[i + off]
+    if g ~= want[i] then
+      bad = bad + 1
+      first = first or ("C[%d][%d]: got %s, want %s"):format(math.floor(i / cols), i % cols, tostring(g),
+        tostring(want[i]))
+    end
+  end
+  return bad, first
+end
+
 -- t[0 .. n-1] as a Lua sequence
 function M.one_based(t, n)
   local o = {}
@@ -90,14 +186,36 @@ function M.one_based(t, n)
   return o
 end
 
-function M.gpu_it(name, fn)
+-- a test tagged #gpu in the calling spec's environment: pending without a GPU
+local function gpu_test(env, name, fn)
   if gpu == nil then gpu, why = require("cute").available() end
-  local env = getfenv(2)
   if gpu then
     env.it(name .. " #gpu", fn)
   else
     env.it(name .. " #gpu", function() env.pending("needs a GPU: " .. tostring(why)) end)
   end
+end
+
+function M.gpu_it(name, fn) gpu_test(getfenv(2), name, fn) end
+
+-- is the device an sm_90a one (Hopper: wgmma, TMA, clusters, setmaxnreg)?
+-- false and why not otherwise
+function M.sm90()
+  local arch = require("cute.compile").device_arch()
+  if arch == "sm_90a" then return true end
+  if not arch then return false, "needs an sm_90a GPU (Hopper): no GPU here" end
+  local d = require("cute").device()
+  return false, ("needs an sm_90a GPU (Hopper): the device is %s (%s)"):format(d.name, d.arch)
+end
+
+-- a #gpu test that needs an sm_90a device: pending without a GPU and on another one
+function M.hopper_it(name, fn)
+  local env = getfenv(2)
+  gpu_test(env, name, function()
+    local ok, why = M.sm90()
+    if not ok then return env.pending(why) end
+    fn()
+  end)
 end
 
 return M

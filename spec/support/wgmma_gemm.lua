@@ -116,16 +116,9 @@ function M.instruction(cfg)
 end
 
 -- C = A B^T (A: M x K, B: N x K, 0-based Lua tables, row-major)
+local gemm_reference = dofile("spec/support/util.lua").gemm_reference
 function M.reference(A, B, Mm, Nn, Kk)
-  local Cr = {}
-  for m = 0, Mm - 1 do
-    for n = 0, Nn - 1 do
-      local s = 0
-      for k = 0, Kk - 1 do s = s + A[m * Kk + k] * B[n * Kk + k] end
-      Cr[m * Nn + n] = s
-    end
-  end
-  return Cr
+  return gemm_reference(A, B, nil, Mm, Nn, Kk)
 end
 
 return M
