@@ -37,11 +37,11 @@ end
 local function write_atomic(path, text)
   local tmp = path .. ".tmp"
   local f, why = io.open(tmp, "wb")
-  if not f then error(("cannot write %s: %s"):format(tmp, tostring(why)), 0) end
+  if not f then cf.fail(("cute.autotune: cannot write %s: %s"):format(tmp, tostring(why))) end
   f:write(text)
   f:close()
   local ok, e = os.rename(tmp, path)
-  if not ok then error(("cannot rename %s: %s"):format(tmp, tostring(e)), 0) end
+  if not ok then cf.fail(("cute.autotune: cannot rename %s: %s"):format(tmp, tostring(e))) end
 end
 
 -- a digest of the configuration list: the worker checks it ran the same sweep
