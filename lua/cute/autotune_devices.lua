@@ -289,11 +289,14 @@ local function reference(t, res, configs, dir, I)
   return { what = what, outputs = list, index = index }
 end
 
--- the last line of a worker's log that is not part of a Lua traceback
+-- the last line of a worker's log that is not part of a Lua traceback (nor of
+-- a sanitizer's report at exit, under the ASan build: everything from its
+-- "====" banner or "==pid==" line on)
 local function last_line(path)
   local s = read_file(path) or ""
   local last
   for l in s:gmatch("[^\n]+") do
+    if l:match("^=+$") or l:match("^==%d+==") then break end
     if not l:match("^%s") and l ~= "stack traceback:" then last = l end
   end
   return last or "(no output)"
