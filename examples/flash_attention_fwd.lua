@@ -364,10 +364,11 @@ function M.reference_row(q, k, v, h, r, s, d, causal, scale)
   return out
 end
 
--- run the kernel on random data and compare every output with the CPU
--- reference; returns the largest absolute error and the relative error norm
-function M.check(opts, b, h, s)
-  local cfg = M.config(opts)
+-- random bf16 Q, K, V of (b*h, s, d) on the device; run(q, k, v, o) launches
+-- an attention kernel on them; every output compared with the CPU reference
+-- (cfg: d, causal, scale); returns the largest absolute error and the
+-- relative error norm.  Shared with examples/flash_attention_sm90.lua.
+function M.compare(cfg, b, h, s, run)
   local d, bh = cfg.d, b * h
   local n = bh * s * d
   local dev, host = {}, {}
@@ -382,7 +383,7 @@ function M.check(opts, b, h, s)
   end
   local dO = cute.empty({ bh, s, d }, bf16)
   dO:fill(0 / 0)
-  M.make_kernel(opts):launch(M.launch_cfg(opts, bh, s))(dev.q, dev.k, dev.v, dO)
+  run(dev.q, dev.k, dev.v, dO)
   local o = dO:to_host()
   local maxerr, num, den = 0, 0, 0
   for hh = 0, bh - 1 do
@@ -400,6 +401,15 @@ function M.check(opts, b, h, s)
   for _, t in pairs(dev) do t:free() end
   dO:free()
   return maxerr, math.sqrt(num / den)
+end
+
+-- run the kernel on random data and compare every output with the CPU
+-- reference; returns the largest absolute error and the relative error norm
+function M.check(opts, b, h, s)
+  local cfg = M.config(opts)
+  return M.compare(cfg, b, h, s, function(q, k, v, o)
+    M.make_kernel(opts):launch(M.launch_cfg(opts, b * h, s))(q, k, v, o)
+  end)
 end
 
 if CUTE_EXAMPLE_LIB then

@@ -510,13 +510,10 @@ function M.make_kernel(opts)
   end, { name = name, arch = opts.arch, ftz = true, max_threads_per_block = 384, min_blocks_per_sm = 1 })
 end
 
--- the CPU reference of one (head, row) (double precision): the FA2 example's
-do
-  local saved, lib = arg, CUTE_EXAMPLE_LIB
-  arg, CUTE_EXAMPLE_LIB = { [0] = ex.dir .. "flash_attention_fwd.lua" }, true
-  M.reference_row = dofile(ex.dir .. "flash_attention_fwd.lua").reference_row
-  arg, CUTE_EXAMPLE_LIB = saved, lib
-end
+-- the CPU reference of one (head, row) (double precision) and the comparison
+-- on random data: the FA2 example's
+local FA2 = ex.load("flash_attention_fwd")
+M.reference_row = FA2.reference_row
 
 -- the (S, D, B*H) view of a (B*H, S, D) tensor q (device tensor or
 -- cute.tensor_spec) that the TMA atoms are made from: the contiguous D first
@@ -582,39 +579,7 @@ function M.launch_cfg(bh, s) return { grid = { math.ceil(s / BM), bh, 1 }, block
 -- reference; returns the largest absolute error and the relative error norm
 function M.check(opts, b, h, s)
   local cfg = M.config(opts)
-  local d, bh = cfg.d, b * h
-  local n = bh * s * d
-  local dev, host = {}, {}
-  for _, name in ipairs({ "q", "k", "v" }) do
-    local r, t1 = ex.rand_floats(n, -1, 1), {}
-    for i = 0, n - 1 do t1[i + 1] = r[i] end
-    dev[name] = cute.from_host(t1, bf16, { bh, s, d }) -- rounded to bf16
-    local raw = dev[name]:to_host()
-    local t = {}
-    for i = 0, n - 1 do t[i] = bf16.to_number(raw[i]) end
-    host[name] = t
-  end
-  local dO = cute.empty({ bh, s, d }, bf16)
-  dO:fill(0 / 0)
-  local run = M.launcher(M.make_kernel(opts), opts, dev.q, dev.k, dev.v, dO)
-  run()
-  local o = dO:to_host()
-  local maxerr, num, den = 0, 0, 0
-  for hh = 0, bh - 1 do
-    for r = 0, s - 1 do
-      local ref = M.reference_row(host.q, host.k, host.v, hh, r, s, d, cfg.causal, cfg.scale)
-      for x = 0, d - 1 do
-        local got = bf16.to_number(o[(hh * s + r) * d + x])
-        local e = math.abs(got - ref[x])
-        if got ~= got then e = math.huge end
-        if e > maxerr then maxerr = e end
-        num, den = num + e * e, den + ref[x] * ref[x]
-      end
-    end
-  end
-  for _, t in pairs(dev) do t:free() end
-  dO:free()
-  return maxerr, math.sqrt(num / den)
+  return FA2.compare(cfg, b, h, s, function(q, k, v, o) M.launcher(M.make_kernel(opts), opts, q, k, v, o)() end)
 end
 
 if CUTE_EXAMPLE_LIB then return M end
