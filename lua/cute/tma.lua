@@ -362,14 +362,16 @@ function M.tma_args(op_, g, smem_layout, cta_tiler, opts, what)
     box_bytes = want * eb }
 end
 
--- the C record of a derivation (global_address: a number or cdata address)
-function M.c_args(a, global_address)
+-- the C record of a derivation (global_address: a number or cdata address;
+-- box_rank: how many leading box dimensions are the derivation's, the rest 1 --
+-- im2col's two (pixels, channels) of a rank-3..5 tensor)
+function M.c_args(a, global_address, box_rank)
   local c = ffi.new("cute_tensor_map_args")
   c.dtype, c.rank = a.map_dtype, a.rank
   c.global_address = global_address or 0
   for j = 1, a.rank do
     c.global_dim[j - 1] = a.global_dim[j]
-    c.box_dim[j - 1] = a.box[j]
+    c.box_dim[j - 1] = j <= (box_rank or a.rank) and a.box[j] or 1
     c.element_strides[j - 1] = a.element_strides[j]
     if j < a.rank then c.global_strides[j - 1] = a.global_strides[j] end
   end
@@ -378,8 +380,8 @@ function M.c_args(a, global_address)
 end
 
 -- cute_tensor_map_check on a derivation: true, or false and the message
-function M.check(a, global_address)
-  local st = C.cute_tensor_map_check(M.c_args(a, global_address), cf.err)
+function M.check(a, global_address, box_rank)
+  local st = C.cute_tensor_map_check(M.c_args(a, global_address, box_rank), cf.err)
   if st ~= 0 then return false, ffi.string(cf.err.msg) end
   return true
 end

@@ -209,27 +209,11 @@ function M.im2col_tma_args(op_, g, smem_layout, conv)
     num_multicast = n_mc, split_mode = t.split_mode, smem_align = t.smem_align, box_bytes = t.box_bytes }
 end
 
--- the C record (box_dim: the box, which the im2col encoder ignores but the
--- shared check validates against the swizzle)
-function M.c_args(a, global_address)
-  local c = ffi.new("cute_tensor_map_args")
-  c.dtype, c.rank = a.map_dtype, a.rank
-  c.global_address = global_address or 0
-  for j = 1, a.rank do
-    c.global_dim[j - 1] = a.global_dim[j]
-    c.box_dim[j - 1] = j <= 2 and a.box[j] or 1
-    c.element_strides[j - 1] = a.element_strides[j]
-    if j < a.rank then c.global_strides[j - 1] = a.global_strides[j] end
-  end
-  c.interleave, c.swizzle, c.l2_promotion, c.oob_fill = a.interleave, a.swizzle, a.l2_promotion, a.oob_fill
-  return c
-end
-
-function M.check(a, global_address)
-  local st = C.cute_tensor_map_check(M.c_args(a, global_address), cf.err)
-  if st ~= 0 then return false, ffi.string(cf.err.msg) end
-  return true
-end
+-- the C record and its check: tiled TMA's, with the box's two leading
+-- dimensions (pixels, channels) and 1 for the rest (the im2col encoder ignores
+-- the box, but the shared check validates it against the swizzle)
+function M.c_args(a, global_address) return tma.c_args(a, global_address, 2) end
+function M.check(a, global_address) return tma.check(a, global_address, 2) end
 
 local map_ct = ffi.typeof("uint8_t[?]")
 
