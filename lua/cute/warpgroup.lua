@@ -38,23 +38,9 @@ local function show(v)
   return tostring(v)
 end
 
-local function refs_of(list)
-  local a = ffi.new("int32_t[?]", math.max(#list, 1))
-  for i, v in ipairs(list) do a[i - 1] = v.ref end
-  return a
-end
-local function op(opc, t, args, imm)
-  setloc()
-  return mk(C.cute_ir_op(tr.state().ir, opc, t, #args, refs_of(args), imm or 0, 0), t)
-end
-local function arr_type(e, n) return C.cute_ir_t_array(tr.state().ir, e, n) end
-local function asm(rtype, ptx, cons, args)
-  local s = tr.state()
-  setloc()
-  local r = C.cute_ir_asm(s.ir, rtype == 0 and C.CUTE_T_VOID or rtype, ptx, cons, #args, refs_of(args))
-  if rtype == 0 then cf.ir_check(s.ir, r); return nil end
-  return mk(r, rtype)
-end
+-- the traced-op and inline-PTX helpers of cute.nvgpu_arch (Values or fragment
+-- Values as operands; asm's rtype 0 for none)
+local op, asm, arr_type = na.op, na.asm, na.arr_type
 
 -- wgmma exists on sm_90a only (the arch-specific feature set of sm_90)
 local function need_sm90a(what)
