@@ -25,6 +25,7 @@ local function make(c)
 end
 -- (seeded data: every worker process makes the same inputs)
 local ex = dofile(here .. "../examples/common.lua")
+ex.seed(20261128)
 local bf16 = cute.bfloat16
 local args = { cute.from_host(ex.rand_floats(N * N), bf16, { N, N }), cute.from_host(ex.rand_floats(N * N), bf16, { N, N }),
   cute.zeros({ N, N }, bf16), 1, 0 }

@@ -33,8 +33,11 @@ function M.load_kernel(name, args)
   return M.load(name, args).kernel
 end
 
--- xorshift random floats in [-1, 1) into a new float[n] (seeded per call site)
+-- xorshift random floats in [-1, 1) into a new float[n] (seeded per call site;
+-- the first seed from the clock unless M.seed(n) fixes it: a script whose
+-- processes must make the same data, e.g. cute.autotune's device workers)
 local seed_state = os.time() % 100000 + 1
+function M.seed(n) seed_state = n end
 function M.rand_floats(n, lo, hi)
   lo, hi = lo or -1, hi or 1
   local a = ffi.new("float[?]", n)

@@ -117,6 +117,19 @@ describe("cute.autotune over several stand-in GPUs (child processes)", function(
     os.execute("rm -rf " .. dir)
   end)
 
+  it("quotes the worker's error, not a line the script printed before it (the log keeps their order)", function()
+    local dir = fresh_dir()
+    -- (CUTE_TEST_TWICE: the worker prints RESULT0 to stdout, then fails on its inputs)
+    local out, per = child(dir, { CUTE_STUB_DEVICES = 2, CUTE_TEST_DEVICES = "all", CUTE_TEST_SKEW = 1,
+      CUTE_TEST_TWICE = 1 }, "off check")
+    assert.equal("worker_error", per[2].status, out)
+    local reason = out:match("WORKER_ERROR 2 ([^\n]*)")
+    assert.is_true(has(reason, "gives another output here than in the parent"), out)
+    assert.is_falsy(reason:find("RESULT0", 1, true), out)
+    assert.is_truthy(drop_logs(out), out)
+    os.execute("rm -rf " .. dir)
+  end)
+
   it("reports a worker that dies: its configs without results are marked, the others kept", function()
     local dir = fresh_dir()
     local out, per, f = child(dir, { CUTE_STUB_DEVICES = 2, CUTE_TEST_DEVICES = "all", CUTE_STUB_DIE = 1 }, "off force")

@@ -65,6 +65,9 @@ function M.job()
   local job, why = rep.json_decode(text)
   if type(job) ~= "table" then fail("worker: job file %s: %s", path, tostring(why)) end
   job_cache = job
+  -- (line-buffered: the worker's log keeps print and error lines in order, so
+  -- the parent's reason quotes the worker's last line, not an earlier print)
+  io.stdout:setvbuf("line")
   return job
 end
 
