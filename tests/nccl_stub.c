@@ -8,13 +8,16 @@
  * ncclInvalidArgument with a message for ncclGetLastError, as NCCL does.
  *   cute_nccl_stub_log()    the log so far ("" after a reset)
  *   cute_nccl_stub_reset()  empties it; communicators made later count from 0
- * The version reported is $CUTE_NCCL_STUB_VERSION (a version code), else 22809.
+ * The version reported is $CUTE_NCCL_STUB_VERSION (a version code), else 22809;
+ * ncclCommInitRank sleeps $CUTE_NCCL_STUB_INIT_MS milliseconds when set (as
+ * NCCL's waits for the other ranks).
  */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct stub_comm {
   int rank, nranks, device;
@@ -94,6 +97,9 @@ API int ncclCommInitAll(stub_comm **comms, int ndev, const int *devs) {
 API int ncclCommInitRank(stub_comm **comm, int nranks, stub_id id, int rank) {
   if (rank < 0 || rank >= nranks)
     return invalid("stub: ncclCommInitRank: rank %d of %d", rank, nranks);
+  /* NCCL returns once every rank joined: $CUTE_NCCL_STUB_INIT_MS stands for that wait */
+  const char *ms = getenv("CUTE_NCCL_STUB_INIT_MS");
+  if (ms && *ms) usleep((useconds_t)atoi(ms) * 1000);
   *comm = new_comm(rank, nranks, rank);
   logf_("ncclCommInitRank nranks=%d rank=%d id0=%d id127=%d comm=%d\n", nranks, rank,
         id.internal[0], id.internal[127], comm_index(*comm));
