@@ -5,7 +5,7 @@
  *   CUTE_NCCL_FUNCS(X)    every entry point: X(field, symbol, required, ret,
  *                         params).  required = 0 marks functions that older
  *                         libraries lack (the field is then NULL and callers
- *                         do without: ncclGetLastError came in NCCL 2.13).
+ *                         do without: older libraries lack ncclGetLastError).
  *   CUTE_NCCL_RESULTS(X)  ncclResult_t codes: X(name, value).
  *   CUTE_NCCL_MIN_VERSION(X)  data types and ops newer than NCCL 2.7 (the
  *                         oldest with send/recv): X(name, is_op, value,
