@@ -381,7 +381,10 @@ stub_describe("nccl: every call reaches NCCL with the right arguments (stand-in 
     nccl._unload()
     nccl.load(STUB)
     expect_error(function() c:all_reduce(dev(A, 1, cute.float32)) end,
-      "belongs to an NCCL library that is no longer loaded")
+      "belongs to an NCCL library that is no longer loaded (now build/libnccl_stub.so)")
+    nccl._unload()
+    expect_error(function() c:all_reduce(dev(A, 1, cute.float32)) end, "(none is loaded now)")
+    nccl.load(STUB)
   end)
 end)
 

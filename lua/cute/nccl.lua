@@ -155,8 +155,9 @@ local function handle(c, fname)
   end
   if c.handle == nil then fail(("%s: %s was destroyed"):format(fname, tostring(c))) end
   if c._gen ~= C.cute_nccl_generation() then
-    fail(("%s: %s belongs to an NCCL library that is no longer loaded (now %s)"):format(fname,
-      tostring(c), ffi.string(C.cute_nccl_library())))
+    local now = ffi.string(C.cute_nccl_library())
+    fail(("%s: %s belongs to an NCCL library that is no longer loaded (%s)"):format(fname,
+      tostring(c), now == "" and "none is loaded now" or ("now " .. now)))
   end
   return c.handle
 end
