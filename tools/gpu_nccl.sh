@@ -7,6 +7,7 @@
 #                                 through CUTE_NCCL_ID_FILE), and with Open
 #                                 MPI's variables and CUTE_NCCL_ID
 #   sh tools/gpu_nccl.sh spec     the specs only
+#   sh tools/gpu_nccl.sh ranks    the three multi-process runs only
 # NCCL is found as cute finds it (CUTE_NCCL_LIB, the library path, python
 # site-packages: PyTorch's nvidia/nccl/lib); the logs name the library.
 # Logs under $OUT (or /tmp): nccl_abi.log (tests/nccl_abi.c against this host's nccl.h), nccl_spec.log, nccl_torchrun.log,
@@ -32,14 +33,16 @@ if command -v cc > /dev/null 2>&1 && [ -n "$nh" ] && [ -n "$ch" ]; then
 else
   echo "nccl_abi: skipped (cc: $(command -v cc || echo none), nccl.h: ${nh:-none}, cuda_runtime.h: ${ch:-none})"
 fi
-timeout 500 ./bin/busted -o plainTerminal spec/nccl_spec.lua spec/nccl_gpu_spec.lua > "$O/nccl_spec.log" 2>&1
-echo "nccl specs rc=$? $(grep -E '^[0-9]+ succ' "$O/nccl_spec.log")"
-grep -A12 -E '^(Failure|Error) ->' "$O/nccl_spec.log" | head -60
+if [ "$1" != ranks ]; then
+  timeout 400 ./bin/busted -o plainTerminal spec/nccl_spec.lua spec/nccl_gpu_spec.lua > "$O/nccl_spec.log" 2>&1
+  echo "nccl specs rc=$? $(grep -E '^[0-9]+ succ' "$O/nccl_spec.log")"
+  grep -A12 -E '^(Failure|Error) ->' "$O/nccl_spec.log" | head -60
+fi
 [ "$1" = spec ] && exit 0
 
 # 1. torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT, TORCHELASTIC_RUN_ID)
 if command -v torchrun > /dev/null 2>&1; then
-  timeout 300 torchrun --standalone --nproc-per-node 2 --no-python $BIN spec/data/nccl_ranks.lua \
+  timeout 150 torchrun --standalone --nproc-per-node 2 --no-python $BIN spec/data/nccl_ranks.lua \
     > "$O/nccl_torchrun.log" 2>&1
   echo "torchrun rc=$?"
 else
@@ -50,7 +53,7 @@ fi
 idf=$(mktemp -u "${TMPDIR:-/tmp}/cute-nccl-test.XXXXXX")
 : > "$O/nccl_env_ranks.log"
 for r in 0 1; do
-  RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r CUTE_NCCL_ID_FILE=$idf timeout 300 $BIN spec/data/nccl_ranks.lua \
+  RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r CUTE_NCCL_ID_FILE=$idf timeout 150 $BIN spec/data/nccl_ranks.lua \
     >> "$O/nccl_env_ranks.log" 2>&1 &
 done
 wait
@@ -61,7 +64,7 @@ id=$($BIN -e 'io.write(require("cute").nccl.unique_id():hex())')
 : > "$O/nccl_mpi_env.log"
 for r in 0 1; do
   env -u RANK -u WORLD_SIZE -u LOCAL_RANK OMPI_COMM_WORLD_RANK=$r OMPI_COMM_WORLD_SIZE=2 \
-    OMPI_COMM_WORLD_LOCAL_RANK=$r CUTE_NCCL_ID=$id timeout 300 $BIN spec/data/nccl_ranks.lua \
+    OMPI_COMM_WORLD_LOCAL_RANK=$r CUTE_NCCL_ID=$id timeout 150 $BIN spec/data/nccl_ranks.lua \
     >> "$O/nccl_mpi_env.log" 2>&1 &
 done
 wait
