@@ -56,7 +56,7 @@ LUA_SRCS  := $(shell find lua -name '*.lua' ! -name cdef.lua 2>/dev/null | sort)
 
 .PHONY: all deps check-deps test test-asan test-tsan demo bundle bench fuzz clean install uninstall
 
-all: check-deps $(B)/libcute.so $(B)/cuteluajit $(B)/bin/cuteluajit lua/cute/cdef.lua
+all: check-deps $(B)/libcute.so $(B)/cuteluajit $(B)/bin/cuteluajit lua/cute/cdef.lua $(B)/libnccl_stub.so
 
 deps:
 	sh tools/deps.sh --install
@@ -162,8 +162,19 @@ $(B)/test_compile_pool_c: tests/compile_pool_c.c $(B)/libcute.so tests/check.h
 	@echo "  CC      $@"
 	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) -Iinclude -o $@ $< -L$(B) -lcute -Wl,-rpath,'$$ORIGIN' -lluajit-5.1
 
+# NCCL (docs/NCCL.md): the stand-in library the specs load without a GPU, and
+# the declarations checked against nccl.h where it exists (NCCL_INC)
+NCCL_INC ?= /usr/local/cuda/include
+NCCL_ABI := $(if $(and $(wildcard $(NCCL_INC)/nccl.h),$(wildcard $(NCCL_INC)/cuda_runtime.h)),$(B)/test_nccl_abi)
+$(B)/libnccl_stub.so: tests/nccl_stub.c | $(B)/obj
+	@echo "  CC      $@"
+	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) -shared -fPIC -fvisibility=hidden -Wl,-soname,libnccl_stub.so -o $@ $<
 
-C_TESTS := $(B)/test_oracle_c $(B)/test_layout_errors_c $(B)/test_cuda_c $(B)/test_ir_c $(B)/test_host_c $(B)/test_compile_pool_c
+$(B)/test_nccl_abi: tests/nccl_abi.c src/nccldef.h include/cute_nccl.h | $(B)/obj
+	@echo "  CC      $@"
+	$(Q)$(CC) -std=gnu11 -O1 $(WARN) -Iinclude -I$(NCCL_INC) -o $@ $<
+
+C_TESTS := $(B)/test_oracle_c $(B)/test_layout_errors_c $(B)/test_cuda_c $(B)/test_ir_c $(B)/test_host_c $(B)/test_compile_pool_c $(NCCL_ABI)
 
 $(B)/embed: examples/embed/embed.c $(B)/libcute.so
 	@echo "  CC      $@"

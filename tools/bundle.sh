@@ -17,6 +17,8 @@ strip "$D/bin/cuteluajit"
 cp -r lua/cute "$D/lua/"
 cp -r examples bench spec include docs "$D/"
 mkdir -p "$D/tests" "$D/src" && cp tests/cuda_abi.c "$D/tests/" && cp src/cudadef.h "$D/src/"
+# the NCCL declarations' check, for the GPU host's nccl.h (tools/gpu_nccl.sh)
+cp tests/nccl_abi.c "$D/tests/" && cp src/nccldef.h "$D/src/"
 # LuaJIT's own tools (jit.v, jit.p, jit.dump) for profiling on the GPU host
 mkdir -p "$D/share/lua/5.1/jit" && cp /usr/share/luajit-2.1.0-beta3/jit/*.lua "$D/share/lua/5.1/jit/"
 # every GPU-host script and Lua tool (gpu_*.sh, lineinfo_oob.sh, fa_once.lua, fuzzers, ...)

@@ -52,6 +52,11 @@ if [ "${TEST_ONLY:-}" != asan ]; then
   count_plain "C CUDA driver layer (ASan)" $B/test_cuda_c
   count_plain "C IR and codegen" $B/test_ir_c
   count_plain "C compile pool" $B/test_compile_pool_c
+  if [ -f "${NCCL_INC:-/usr/local/cuda/include}/nccl.h" ] && [ -x $B/test_nccl_abi ]; then
+    count_plain "C NCCL declarations against nccl.h" $B/test_nccl_abi
+  else
+    echo "== C NCCL declarations against nccl.h: skipped (no nccl.h in ${NCCL_INC:-/usr/local/cuda/include})"; S=$((S + 1))
+  fi
   count_plain "embed example" $B/embed
   count_plain "C host API, DLPack, one lua_State per thread" $B/test_host_c
   count_plain "make install / pkg-config / uninstall" sh tools/install_test.sh

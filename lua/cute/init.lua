@@ -12,6 +12,7 @@
 --   cute.mma      MMA ops (cute.nvgpu.warp.*, cute.nvgpu.MmaUniversalOp) and atoms
 --   cute.copy_atom  copy ops (cute.nvgpu.CopyUniversalOp, cute.nvgpu.cpasync, warp.LdMatrix...), atoms, TiledCopy
 --   cute.repl     REPL helpers
+--   cute.nccl     NCCL collectives over several GPUs (loaded on first use of cute.nccl)
 local ffi = require("ffi")
 require("cute.jit_policy") -- first: no trace compiler for the tracing modules (jit_policy.lua says why)
 local cf = require("cute.ffi")
@@ -183,6 +184,16 @@ cute.utils = cute.utils or {}
 for k, v in pairs(require("cute.tile_scheduler").exports) do cute.utils[k] = v end
 
 cute.version = ffi.string(cf.C.cute_version())
+
+-- submodules loaded on first use: cute.nccl (NCCL collectives, docs/NCCL.md)
+local lazy = { nccl = "cute.nccl" }
+setmetatable(cute, { __index = function(t, k)
+  local name = lazy[k]
+  if name == nil then return nil end
+  local m = require(name)
+  rawset(t, k, m)
+  return m
+end })
 
 -- The background warm-ups (LLVM's, started by cute.kernel; the driver JIT's,
 -- started by the first context) never run into exit(): lua_close runs this
