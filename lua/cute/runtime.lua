@@ -284,11 +284,13 @@ M.peer_enabled = {}
 function M.on_device(dev, f, ...)
   local cur = M.current_device()
   if dev == nil or dev == cur then return f(...) end
-  local d = drv
+  local d, ctx = drv, M.context
   local s = d.cute_cuda_set_device(dev, err)
   if s ~= 0 then return s end
+  ctx.device = dev -- (a finalizer that runs meanwhile sees the context that is current)
   s = f(...)
   local back = d.cute_cuda_set_device(cur, s == 0 and err or nil)
+  ctx.device = cur
   if s == 0 then s = back end
   return s
 end
