@@ -211,7 +211,8 @@ int cute_cuda_enable_peer_access(int dev, int peer, cute_err *err);
    stream (NULL: the default stream), through both primary contexts. */
 int cute_cuda_memcpy_peer_async(uint64_t dst, int dst_dev, uint64_t src, int src_dev, size_t bytes,
                                 void *stream, cute_err *err);
-/* The ordinal of the device whose memory ptr is (cuPointerGetAttribute). */
+/* The ordinal of the device whose memory ptr is (cuPointerGetAttribute); -1
+   for pinned host and managed memory, which every device addresses. */
 int cute_cuda_pointer_device(uint64_t ptr, int *ordinal, cute_err *err);
 /* CUDA IPC: the 64-byte handle of the allocation starting at ptr; opening a
    handle from another process in the current device's context (peer access

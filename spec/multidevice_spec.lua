@@ -60,7 +60,11 @@ local driver = {
       bytes = tonumber(bytes), stream = s ~= nil and handle(s) or nil }
     return 0
   end,
-  cute_cuda_pointer_device = function() return 1 end, -- (the driver does not know the pointer)
+  cute_cuda_pointer_device = function(_, out) -- (stub.ptr_dev nil: the driver does not know the pointer)
+    if stub.ptr_dev == nil then return 1 end
+    out[0] = stub.ptr_dev
+    return 0
+  end,
   cute_cuda_ipc_get_handle = function(p, h)
     ffi.fill(h, 64, 0x41 + stub.device)
     ffi.cast("uint64_t *", h)[0] = p
@@ -140,6 +144,15 @@ describe("tensors on a chosen device", function()
     collectgarbage(); collectgarbage()
     assert.same({ ptr = p, device = 1 }, stub.frees[2])
     assert.equal(0, stub.device)
+  end)
+
+  it("cute.from_ptr asks the driver for the pointer's device: an ordinal, or nil (host, managed, unknown)", function()
+    stub.ptr_dev = 1
+    assert.equal(1, cute.from_ptr(4096, 16, f32).device)
+    stub.ptr_dev = -1
+    assert.is_nil(cute.from_ptr(4096, 16, f32).device)
+    stub.ptr_dev = nil
+    assert.is_nil(cute.from_ptr(4096, 16, f32).device)
   end)
 
   it("a device that does not exist, or is not an ordinal, is an error naming the call and the value", function()

@@ -98,8 +98,17 @@ int cute_cuda_pointer_device(uint64_t ptr, int *ordinal, cute_err *err) {
   int s = with_ctx(&cu, err);
   if (s) return s;
   if (!ordinal) return cute_err_setf(err, CUTE_E_ARG, "cute_cuda_pointer_device: out is NULL");
-  CUresult r = cu->PointerGetAttribute(ordinal, CUTE_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr);
-  if (!r) return CUTE_OK;
+  /* memory of one device only: host (pinned) and managed memory are every device's */
+  unsigned long long type = 0, managed = 0;
+  int dev = -1;
+  CUresult r = cu->PointerGetAttribute(&type, CUTE_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr);
+  if (!r) r = cu->PointerGetAttribute(&managed, CUTE_CU_POINTER_ATTRIBUTE_IS_MANAGED, ptr);
+  if (!r && (unsigned)type == CUTE_CU_MEMORYTYPE_DEVICE && !(unsigned)managed)
+    r = cu->PointerGetAttribute(&dev, CUTE_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr);
+  if (!r) {
+    *ordinal = dev;
+    return CUTE_OK;
+  }
   char call[96];
   snprintf(call, sizeof call, "cuPointerGetAttribute(DEVICE_ORDINAL, 0x%llx)", (unsigned long long)ptr);
   return cute_cuda_format_error(r, call, err);

@@ -151,6 +151,13 @@ static void peer_gpu_tests(void) {
   }
   check(cute_cuda_pointer_device(p, &dev, &e) == CUTE_OK && dev == 0, "pointer_device of an allocation is 0", &e);
   check(cute_cuda_ipc_get_handle(p, handle, &e) == CUTE_OK, "ipc_get_handle of an allocation", &e);
+  void *host = NULL;
+  if (cute_cuda_host_alloc(&host, 4096, 0, &e) == CUTE_OK) {
+    dev = 7;
+    check(cute_cuda_pointer_device((uint64_t)(uintptr_t)host, &dev, &e) == CUTE_OK && dev == -1,
+          "pointer_device of pinned host memory is -1 (every device's)", &e);
+    cute_cuda_host_free(host, NULL);
+  }
   check(cute_cuda_memcpy_peer_async(p + 4096, 0, p, 0, 4096, NULL, &e) == CUTE_OK &&
             cute_cuda_synchronize(&e) == CUTE_OK,
         "memcpy_peer_async within one device", &e);

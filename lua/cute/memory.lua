@@ -157,7 +157,8 @@ function M.from_ptr(ptr, shape, dtype, strides)
       end
     end
   end
-  -- the device whose memory it is, where the driver knows (else nil: not checked at launch)
+  -- the device whose memory it is, where the driver knows (else nil, as for pinned host and
+  -- managed memory: not checked at launch)
   local p = ffi.cast("uint64_t", ptr)
   local d = ffi.new("int[1]", -1)
   local dev = rt._driver.cute_cuda_pointer_device(p, d, nil) == 0 and d[0] >= 0 and d[0] or nil
