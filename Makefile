@@ -144,9 +144,9 @@ $(B)/test_layout_errors_c: tests/layout_errors_c.c $(LAYOUT_SRCS) $(HEADERS) | $
 	@echo "  CC/SAN  $@"
 	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) $(SAN) -Iinclude -o $@ tests/layout_errors_c.c $(LAYOUT_SRCS)
 
-$(B)/test_cuda_c: tests/cuda_c.c src/core.c src/cuda.c $(HEADERS) | $(B)/obj
+$(B)/test_cuda_c: tests/cuda_c.c src/core.c src/cuda.c src/cuda_peer.c $(HEADERS) | $(B)/obj
 	@echo "  CC/SAN  $@"
-	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) $(SAN) -Iinclude -o $@ tests/cuda_c.c src/core.c src/cuda.c -ldl -lpthread
+	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) $(SAN) -Iinclude -o $@ tests/cuda_c.c src/core.c src/cuda.c src/cuda_peer.c -ldl -lpthread
 
 $(B)/test_ir_c: tests/ir_c.c $(B)/libcute.so tests/check.h
 	@echo "  CC      $@"

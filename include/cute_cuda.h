@@ -200,6 +200,27 @@ int cute_cuda_memcpy_dtoh_async(void *dst, uint64_t src, size_t bytes, void *str
 int cute_cuda_memcpy_dtod_async(uint64_t dst, uint64_t src, size_t bytes, void *stream,
                                 cute_err *err);
 
+/* ---- several devices (src/cuda_peer.c; docs/MULTIGPU.md) ----------------- */
+/* *out = 1 if kernels and copies on device `dev` can address `peer`'s memory
+   (1 for dev == peer). */
+int cute_cuda_can_access_peer(int dev, int peer, int *out, cute_err *err);
+/* Let device dev's primary context address peer's memory (cuCtxEnablePeerAccess;
+   already enabled is success).  The calling thread's current device is kept. */
+int cute_cuda_enable_peer_access(int dev, int peer, cute_err *err);
+/* Copy bytes from src (memory of device src_dev) to dst (of dst_dev) on
+   stream (NULL: the default stream), through both primary contexts. */
+int cute_cuda_memcpy_peer_async(uint64_t dst, int dst_dev, uint64_t src, int src_dev, size_t bytes,
+                                void *stream, cute_err *err);
+/* The ordinal of the device whose memory ptr is (cuPointerGetAttribute); -1
+   for pinned host and managed memory, which every device addresses. */
+int cute_cuda_pointer_device(uint64_t ptr, int *ordinal, cute_err *err);
+/* CUDA IPC: the 64-byte handle of the allocation starting at ptr; opening a
+   handle from another process in the current device's context (peer access
+   enabled lazily), and closing it.  CUTE_E_UNSUPPORTED on drivers without IPC. */
+int cute_cuda_ipc_get_handle(uint64_t ptr, void *handle64, cute_err *err);
+int cute_cuda_ipc_open_handle(const void *handle64, uint64_t *ptr, cute_err *err);
+int cute_cuda_ipc_close_handle(uint64_t ptr, cute_err *err);
+
 /* ---- modules and kernels ----------------------------------------------- */
 /* Load a cubin (ELF) or PTX image.  is_ptx: 1 PTX, 0 cubin, -1 detect (ELF
    magic means cubin).  size: image bytes (PTX need not be NUL-terminated

@@ -27,11 +27,7 @@ enum { CU_ERR_INVALID_VALUE = 1, CU_ERR_INVALID_CONTEXT = 201, CU_ERR_NO_BINARY 
        CU_ERR_NOT_READY = 600 };
 enum { MAX_DEVICES = 64 };
 
-static struct {
-#define CU_FIELD(field, sym, alt, req, params) CUresult(*field) params;
-  CUTE_CUDA_FUNCS(CU_FIELD)
-#undef CU_FIELD
-} cu;
+static struct cute_cu_table cu;
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static int g_status = CUTE_E_STATE;  /* result of the one-time init */
@@ -307,6 +303,21 @@ static int ensure_ctx(cute_err *err) {
 }
 
 int cute_cuda_init(cute_err *err) { return ensure_driver(err); }
+
+/* For cuda_peer.c: the driver table once the driver is up, and a device's
+   primary context (retained as cute_cuda_set_device does; not made current). */
+int cute_cuda_table_(const struct cute_cu_table **out, cute_err *err) {
+  int s = ensure_driver(err);
+  if (!s) *out = &cu;
+  return s;
+}
+int cute_cuda_primary_ctx_(int ordinal, CUcontext *out, cute_err *err) {
+  int s = ensure_ctx(err), prev = t_dev;
+  if (!s && ordinal != prev) s = set_device(ordinal, err);
+  if (!s) *out = g_primary[ordinal];
+  if (!s && ordinal != prev) s = set_device(prev, err);
+  return s;
+}
 
 /* The driver's tensor-map encoders for cuda_tma.c (NULL where the driver has none). */
 int cute_cuda_tma_fns_(void **tiled, void **im2col, cute_err *err) {

@@ -65,6 +65,8 @@ typedef int CUtensorMapInterleave;
 typedef int CUtensorMapSwizzle;
 typedef int CUtensorMapL2promotion;
 typedef int CUtensorMapFloatOOBfill;
+typedef int CUpointer_attribute;
+typedef struct CUipcMemHandle_st { char reserved[64]; } CUipcMemHandle;
 #endif
 
 /* Constants we pass to the driver (checked against cuda.h by tests/cuda_abi.c). */
@@ -75,7 +77,13 @@ enum {
   CUTE_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
   CUTE_CU_JIT_LOG_VERBOSE = 12,
   CUTE_CU_JIT_GENERATE_LINE_INFO = 13,
-  CUTE_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
+  CUTE_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
+  CUTE_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1,
+  CUTE_CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
+  CUTE_CU_POINTER_ATTRIBUTE_IS_MANAGED = 8,
+  CUTE_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
+  CUTE_CU_MEMORYTYPE_DEVICE = 2,
+  CUTE_CU_IPC_HANDLE_SIZE = 64
 };
 
 /* X(field, symbol, fallback, required, params) */
@@ -168,7 +176,30 @@ enum {
      const cuuint64_t *global_dim, const cuuint64_t *global_strides, const int *lower, \
      const int *upper, cuuint32_t channels_per_pixel, cuuint32_t pixels_per_column, \
      const cuuint32_t *element_strides, CUtensorMapInterleave interleave, \
-     CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob))
+     CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob)) \
+  X(DeviceCanAccessPeer, cuDeviceCanAccessPeer, cuDeviceCanAccessPeer, 1, \
+    (int *can_access, CUdevice dev, CUdevice peer)) \
+  X(CtxEnablePeerAccess, cuCtxEnablePeerAccess, cuCtxEnablePeerAccess, 1, \
+    (CUcontext peer, unsigned int flags)) \
+  X(MemcpyPeerAsync, cuMemcpyPeerAsync, cuMemcpyPeerAsync, 1, \
+    (CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t bytes, \
+     CUstream stream)) \
+  X(PointerGetAttribute, cuPointerGetAttribute, cuPointerGetAttribute, 1, \
+    (void *data, CUpointer_attribute attribute, CUdeviceptr ptr)) \
+  X(IpcGetMemHandle, cuIpcGetMemHandle, cuIpcGetMemHandle, 0, \
+    (CUipcMemHandle *handle, CUdeviceptr ptr)) \
+  X(IpcOpenMemHandle, cuIpcOpenMemHandle_v2, cuIpcOpenMemHandle, 0, \
+    (CUdeviceptr *ptr, CUipcMemHandle handle, unsigned int flags)) \
+  X(IpcCloseMemHandle, cuIpcCloseMemHandle, cuIpcCloseMemHandle, 0, (CUdeviceptr ptr))
+
+#ifndef CUTE_CUDADEF_NO_TYPES
+/* The resolved driver table (src/cuda.c fills it; cuda_peer.c reads it). */
+struct cute_cu_table {
+#define CUTE_CU_FIELD(field, sym, alt, req, params) CUresult(*field) params;
+  CUTE_CUDA_FUNCS(CUTE_CU_FIELD)
+#undef CUTE_CU_FIELD
+};
+#endif
 
 /* X(NAME, value, hint); hint "" when there is nothing useful to add. */
 #define CUTE_CUDA_ERRORS(X) \
@@ -198,6 +229,11 @@ enum {
     "device? syntax error?)") \
   X(CUDA_ERROR_INVALID_HANDLE, 400, \
     "a stale or foreign handle (freed stream/event/module, or one from another context)") \
+  X(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, 217, \
+    "these two devices cannot address each other's memory (cute.can_access_peer)") \
+  X(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, 704, "") \
+  X(CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, 705, \
+    "a kernel or copy addressed another device's memory: cute.enable_peer_access(peer) first") \
   X(CUDA_ERROR_NOT_FOUND, 500, \
     "no such symbol: is the kernel an .entry (not .func) and is its name unmangled?") \
   X(CUDA_ERROR_NOT_READY, 600, "the work is still running") \

@@ -109,6 +109,61 @@ static int thread_mismatches(int want) {
   return bad;
 }
 
+/* The several-device calls (src/cuda_peer.c) without a driver: clean
+   CUTE_E_UNSUPPORTED, outs untouched. */
+static void peer_no_driver_tests(void) {
+  cute_err e;
+  int can = -7, dev = -7;
+  uint64_t p = 77;
+  char handle[64] = {0};
+  check(cute_cuda_can_access_peer(0, 1, &can, &e) == CUTE_E_UNSUPPORTED && can == -7 &&
+            has(e.msg, "no CUDA driver"),
+        "can_access_peer without a driver: CUTE_E_UNSUPPORTED, out untouched", &e);
+  check(cute_cuda_enable_peer_access(0, 1, &e) == CUTE_E_UNSUPPORTED && has(e.msg, "no CUDA driver"),
+        "enable_peer_access without a driver: CUTE_E_UNSUPPORTED", &e);
+  check(cute_cuda_memcpy_peer_async(4096, 1, 8192, 0, 16, NULL, &e) == CUTE_E_UNSUPPORTED,
+        "memcpy_peer_async without a driver: CUTE_E_UNSUPPORTED", &e);
+  check(cute_cuda_pointer_device(4096, &dev, &e) == CUTE_E_UNSUPPORTED && dev == -7,
+        "pointer_device without a driver: CUTE_E_UNSUPPORTED, out untouched", &e);
+  check(cute_cuda_ipc_get_handle(4096, handle, &e) == CUTE_E_UNSUPPORTED,
+        "ipc_get_handle without a driver: CUTE_E_UNSUPPORTED", &e);
+  check(cute_cuda_ipc_open_handle(handle, &p, &e) == CUTE_E_UNSUPPORTED && p == 77,
+        "ipc_open_handle without a driver: CUTE_E_UNSUPPORTED, out untouched", &e);
+  check(cute_cuda_ipc_close_handle(4096, NULL) == CUTE_E_UNSUPPORTED,
+        "ipc_close_handle without a driver (NULL err allowed)", NULL);
+}
+
+/* With a GPU: argument checks, the device of an allocation, an IPC handle of it. */
+static void peer_gpu_tests(void) {
+  cute_err e;
+  int n = 0, can = -1, dev = -1;
+  cute_cuda_device_count(&n, &e);
+  check(cute_cuda_can_access_peer(0, 0, &can, &e) == CUTE_OK && can == 1, "a device is its own peer", &e);
+  check(cute_cuda_can_access_peer(0, n, &can, &e) == CUTE_E_ARG && has(e.msg, "does not exist"),
+        "can_access_peer: a device past the count is CUTE_E_ARG", &e);
+  check(cute_cuda_enable_peer_access(0, 0, &e) == CUTE_E_ARG && has(e.msg, "its own peer"),
+        "enable_peer_access(0, 0) is CUTE_E_ARG", &e);
+  uint64_t p = 0;
+  char handle[64];
+  if (cute_cuda_malloc(&p, 1 << 20, &e) != CUTE_OK) {
+    check(0, "malloc for the peer tests", &e);
+    return;
+  }
+  check(cute_cuda_pointer_device(p, &dev, &e) == CUTE_OK && dev == 0, "pointer_device of an allocation is 0", &e);
+  check(cute_cuda_ipc_get_handle(p, handle, &e) == CUTE_OK, "ipc_get_handle of an allocation", &e);
+  void *host = NULL;
+  if (cute_cuda_host_alloc(&host, 4096, 0, &e) == CUTE_OK) {
+    dev = 7;
+    check(cute_cuda_pointer_device((uint64_t)(uintptr_t)host, &dev, &e) == CUTE_OK && dev == -1,
+          "pointer_device of pinned host memory is -1 (every device's)", &e);
+    cute_cuda_host_free(host, NULL);
+  }
+  check(cute_cuda_memcpy_peer_async(p + 4096, 0, p, 0, 4096, NULL, &e) == CUTE_OK &&
+            cute_cuda_synchronize(&e) == CUTE_OK,
+        "memcpy_peer_async within one device", &e);
+  cute_cuda_free(p, NULL);
+}
+
 static void no_driver_tests(const cute_err *why) {
   printf("no GPU: %s\n", why->msg);
   cute_err e;
@@ -135,6 +190,7 @@ static void no_driver_tests(const cute_err *why) {
   check(cute_cuda_free(0, &e) == CUTE_OK, "free(0) is a no-op even without a driver", &e);
   float ms = 0;
   check(cute_cuda_event_elapsed_ms(NULL, NULL, &ms, &e) != CUTE_OK, "event_elapsed fails", &e);
+  peer_no_driver_tests();
 }
 
 static void driver_independent_tests(void) {
@@ -352,6 +408,7 @@ int main(void) {
         &init_err);
   if (cute_cuda_available(&why)) {
     gpu_tests();
+    peer_gpu_tests();
   } else {
     check(has(why.msg, "no CUDA driver") || why.code != CUTE_OK,
           "cute_cuda_available is 0 with a reason", &why);

@@ -165,6 +165,9 @@ function M.from_dlpack(x, opts)
   out.readonly = readonly or nil
   out.device_id = tonumber(t.device.device_id)
   out.device_type = tonumber(t.device.device_type)
+  -- device memory of one GPU (kDLCUDA): its ordinal is the tensor's device (the
+  -- launch check); pinned and managed memory is addressable from every device
+  if out.device_type == M.kDLCUDA then out.device = out.device_id end
   return out
 end
 
@@ -179,6 +182,9 @@ function M.to_dlpack(t, opts)
   if t.ptr == 0 then fail(F .. ": the tensor has been freed") end
   local cb = to_dl[t.dtype.name]
   if not cb then fail(("%s: dtype %s has no DLPack type code"):format(F, t.dtype.name)) end
+  if t._ipc then
+    fail(F .. ": the tensor is another process's memory (cute.from_ipc_handle): export the owner's tensor instead")
+  end
   local owner = t._owner
   if not owner and not t._borrowed then
     -- first export of memory cute allocated: its release moves to a shared owner
@@ -194,7 +200,7 @@ function M.to_dlpack(t, opts)
   local v = ffi.new("DLTensor")
   v.data = ffi.cast("void *", t.ptr)
   v.device.device_type = t.device_type or M.kDLCUDA
-  v.device.device_id = t.device_id or math.max(0, require("cute.runtime").current_device())
+  v.device.device_id = t.device or t.device_id or math.max(0, require("cute.runtime").current_device())
   v.ndim = nd
   v.dtype.code, v.dtype.bits, v.dtype.lanes = cb[1], cb[2], 1
   v.shape, v.strides = shape, strides

@@ -42,6 +42,9 @@ merge(require("cute.smem_atom")) -- make_smem_layout_atom, SmemLayoutAtomKind
 merge(runtime)
 merge(require("cute.memory"))
 merge(require("cute.dtype").exports)
+-- several devices, peer memory, CUDA IPC (docs/MULTIGPU.md)
+merge(require("cute.peer"), { can_access_peer = true, enable_peer_access = true, copy_peer = true,
+  from_ipc_handle = true })
 -- DLPack in (t:to_dlpack is a tensor method): docs/EMBED.md
 cute.from_dlpack = function(...) return require("cute.dlpack").from_dlpack(...) end
 

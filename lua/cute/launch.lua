@@ -53,12 +53,29 @@ local function bad_div(t, arg, name, d, n)
     table.concat(t.shape, ","), table.concat(st, ","), tostring(st[d]), n))
 end
 
+-- A tensor argument on a device other than the launch's (dev): an error,
+-- unless cute.enable_peer_access(t.device) was called on dev (the kernel
+-- then gets the peer pointer).  (t.device nil: a tensor the caller described,
+-- not checked.)
+local function other_device(t, arg, name, dev, kname)
+  local td = t.device
+  if td == nil or td == dev then return end
+  local set = rt.peer_enabled[dev]
+  if set and set[td] then return end
+  cf.fail(("kernel %s: argument %d (%s) is a tensor on device %d, the launch is on device %d " ..
+    "(cute.set_device(%d) to launch there, or cute.enable_peer_access(%d) to address it from device %d)")
+    :format(kname, arg, name, td, dev, td, td, dev))
+end
+
 -- plan (from Kernel:trace): per kernel parameter { kind = "ptr" | "scalar" |
 -- "dim", arg = i, ... }.  Each parameter has a 64-bit slot; params[j] points
 -- at slot j.  The writer is straight-line code generated once per signature:
 -- fill(slots, ptrs, a1, ..., an).
 -- A "dim" stride with div = n (cute.dynamic's divisibility) is checked first.
-local function make_writer(plan, nargs)
+-- dev (the device the entry is loaded on; nil: no check): a tensor whose
+-- t.device differs goes to other_device (one comparison when it does not);
+-- kname, pnames: the kernel's and its parameters' names for that error.
+local function make_writer(plan, nargs, dev, kname, pnames)
   local n = #plan
   local slots = u64_arr(math.max(n, 1))
   local params = void_pp(math.max(n, 1))
@@ -68,6 +85,10 @@ local function make_writer(plan, nargs)
     local p = plan[j]
     if p.kind == "ptr" then
       lines[j] = ("slots[%d] = a%d.ptr"):format(j - 1, p.arg)
+      if dev then
+        lines[j] = ("do local d = a%d.device; if d ~= %d and d ~= nil then other_device(a%d, %d, %q, %d, %q) end end\n%s")
+          :format(p.arg, dev, p.arg, p.arg, pnames and pnames[p.arg] or ("arg" .. p.arg), dev, kname or "?", lines[j])
+      end
     elseif p.kind == "bytes" then -- a by-value parameter (a TMA atom's CUtensorMap): points at its bytes
       ptrs[j] = params
       lines[j] = ("if not a%d.encoded then unencoded(%d, %q) end; ptrs[%d][%d] = a%d.desc"):format(p.arg, p.arg,
@@ -90,9 +111,9 @@ local function make_writer(plan, nargs)
   for i = 1, math.max(nargs, 1) do anames[i] = "a" .. i end
   local locals = {} -- the conversions as upvalues: local f16 = conv.f16 ...
   for name in pairs(conv_fns) do locals[#locals + 1] = ("local %s = conv.%s"):format(name, name) end
-  local fill = assert(loadstring(("local conv, bad_div, unencoded = ...\n%s\nreturn function(slots, ptrs, %s)\n%s\nend"):format(
+  local fill = assert(loadstring(("local conv, bad_div, unencoded, other_device = ...\n%s\nreturn function(slots, ptrs, %s)\n%s\nend"):format(
     table.concat(locals, "\n"), table.concat(anames, ", "), table.concat(lines, "\n")), "=[cute launch fill]"))(
-    conv_fns, bad_div, function(...) return require("cute.tma").unencoded(...) end)
+    conv_fns, bad_div, function(...) return require("cute.tma").unencoded(...) end, other_device)
   return slots, params, ptrs, fill
 end
 M.make_writer = make_writer
@@ -136,7 +157,8 @@ local function load_entry(self, cc, plan, nargs, t0, t1, t2)
   self.last_build = { trace_us = t1 - t0, compile_us = t2 - t1, load_us = t3 - t2,
     llvm_build_us = ct.build_us, opt_us = ct.opt_us, emit_us = ct.emit_us, ptxas_us = ct.ptxas_us,
     image = is_ptx == 1 and "ptx" or "cubin" }
-  local slots, params, ptrs, fill = make_writer(plan, nargs)
+  local dev = rt.current_device()
+  local slots, params, ptrs, fill = make_writer(plan, nargs, dev >= 0 and dev or nil, self.name, self.param_names)
   return { fn = func.handle, func = func, module = mod, params = params, slots = slots, plan = plan,
     ptrs = ptrs, fill = fill, n = #plan, cc = cc, max_dyn_smem = 48 * 1024, dyn_smem = M.compiled_dyn_smem(cc),
     block_check = plan.block_check }
@@ -153,8 +175,32 @@ local function build(self, args, nargs)
   local ir, plan = self:trace(unpack(args, 1, nargs))
   local t1 = C.cute_cuda_now_us()
   -- the kernel's use_ptxas option decides (K.default_cubin: a process-wide override)
-  local cc = K.compile_ir(self, ir, K.default_cubin and C.cute_ptxas_path() ~= nil)
-  return load_entry(self, cc, plan, nargs, t0, t1, C.cute_cuda_now_us())
+  local cc, arch = K.compile_ir(self, ir, K.default_cubin and C.cute_ptxas_path() ~= nil)
+  local e = load_entry(self, cc, plan, nargs, t0, t1, C.cute_cuda_now_us())
+  e.arch = arch
+  return e
+end
+
+-- The target the current device compiles for (the kernel's options for it).
+local function device_target(self)
+  local o = rawget(self, "options") or self.options
+  return o and o:for_current_device("cute.kernel " .. self.name).values.arch or false
+end
+
+-- Compiled once per arch, loaded per device: the entry for args that another
+-- device of the same target already compiled (its image is loaded on the
+-- current device by the caller), or nil.
+local function sibling_entry(self, args, nargs, dev)
+  local target
+  for d, root in pairs(self.caches) do
+    if d ~= dev then
+      local e = sp.find(root, args, nargs)
+      if e and e.arch ~= nil then
+        if target == nil then target = device_target(self) end
+        if e.arch == target then return e end
+      end
+    end
+  end
 end
 
 ---------------------------------------------------------------------------
@@ -197,7 +243,14 @@ local function get_entry(self, args, nargs)
   for i = 1, nargs do copy[i] = args[i] end
   local g, mask = sp.group(root, copy, nargs)
   self._alias_mask = mask
-  e = self:_build(copy, nargs)
+  local sib = sibling_entry(self, copy, nargs, ctx.device)
+  if sib then
+    local t = C.cute_cuda_now_us()
+    e = load_entry(self, sib.cc, sib.plan, nargs, t, t, t)
+    e.arch = sib.arch
+  else
+    e = self:_build(copy, nargs)
+  end
   g[mask] = e
   self.specialisations = (rawget(self, "specialisations") or 0) + 1
   return e
@@ -225,6 +278,16 @@ function M.launch_smem(self, entry, cfg)
   end
   return smem
 end
+
+-- A cute.stream of another device than the launch's: an error (s.device nil:
+-- the default stream, any device's).
+local function other_stream(self, s)
+  local dev = rt.current_device()
+  if s.device == dev then return end
+  cf.fail(("kernel %s: the stream is on device %d, the launch is on device %d (a stream launches work of its " ..
+    "own device: cute.stream{device = %d}, or cute.set_device(%d))"):format(self.name, s.device, dev, dev, s.device))
+end
+M.other_stream = other_stream
 
 local function fail_launch(self)
   cf.fail(("cute.kernel %s: launch failed: %s"):format(self.name, ffi.string(cu_err[0].msg)))
@@ -289,7 +352,10 @@ local function do_launch(self, l, args, nargs)
     entry.max_dyn_smem = smem
   end
   local stream = l.stream_handle
-  if l.stream then stream = l.stream.handle end
+  if l.stream then
+    if l.stream.device ~= nil then other_stream(self, l.stream) end
+    stream = l.stream.handle
+  end
   local st
   if l.cx then
     st = drv.cute_cuda_launch_cluster(entry.fn, l.gx, l.gy, l.gz, l.bx, l.by, l.bz, l.cx, l.cy, l.cz, smem,
@@ -373,7 +439,11 @@ Launcher.__call = function(l, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12,
   end
   local stream = l.stream_handle
   local so = l.stream
-  if so then stream = so.handle end
+  if so then
+    local sd = so.device
+    if sd ~= ctx.device and sd ~= nil then other_stream(l.k, so) end
+    stream = so.handle
+  end
   local n = nargs16(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
   return fast_launcher(n)(l.k, l, l.gx, l.gy, l.gz, l.bx, l.by, l.bz, l.smem, stream,
     a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
@@ -396,7 +466,10 @@ local function call_direct(self, cfg, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a
   end
   local stream = cfg.stream
   local ts = type(stream)
-  if ts == "table" then stream = stream.handle
+  if ts == "table" then
+    local sd = stream.device
+    if sd ~= ctx.device and sd ~= nil then other_stream(self, stream) end
+    stream = stream.handle
   elseif ts ~= "nil" and ts ~= "cdata" then return slow_launch(self, new_launcher(self, cfg)) end -- (raises: stream)
   local n = nargs16(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
   return fast_launcher(n)(self, cfg, gx, gy, gz, bx, by, bz, smem, stream,

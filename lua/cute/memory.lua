@@ -66,39 +66,54 @@ local function row_major_strides(shape)
 end
 M.row_major = row_major_strides
 
-local function free_cell(cell)
-  local p = cell[0]
-  if p ~= 0 then
+-- The release of a cell's memory (the finalizer, and t:free with an err):
+-- in the context of device dev, through the driver that allocated it; name:
+-- "cute_cuda_free", or "cute_cuda_ipc_close_handle" for a handle opened here.
+local function releaser(name, dev)
+  local f = rt._driver[name]
+  return function(cell, e)
+    local p = cell[0]
+    if p == 0 then return 0 end
     cell[0] = 0
-    C.cute_cuda_free(p, nil)
+    return rt.on_device(dev, f, p, e)
   end
 end
+M._releaser = releaser
 
 local Tensor = {}
 Tensor.__index = Tensor
 
 function M.is_tensor(x) return getmetatable(x) == Tensor end
 
-local function alloc(shape, dtype, fname)
+-- opts: nil or { device = i } (default: the current device)
+local function alloc(shape, dtype, fname, opts)
   local shp, n = check_shape(shape, fname)
   dtype = to_dtype(dtype, fname)
+  if opts ~= nil and type(opts) ~= "table" then
+    argerror(fname, "opts is a %s, not a table such as {device = 1}", type(opts))
+  end
+  local dev = rt.check_device(opts and opts.device, fname)
   local bytes = n * dtype.size
   local cell = u64p()
-  check(C.cute_cuda_malloc(cell, bytes, err))
-  ffi.gc(cell, free_cell)
+  check(rt.on_device(dev, rt._driver.cute_cuda_malloc, cell, bytes, err))
+  local release = releaser("cute_cuda_free", dev)
+  ffi.gc(cell, release)
   return setmetatable({
     shape = shp, strides = row_major_strides(shp), dtype = dtype,
     ptr = u64(cell[0]),       -- device address (uint64_t)
     ptr_cell = cell,          -- uint64_t[1] holding it: a stable &ptr for kernel params
-    _n = n, _bytes = bytes,
+    device = dev,             -- the ordinal of the device whose memory it is
+    _n = n, _bytes = bytes, _release = release, _allocated = true,
   }, Tensor)
 end
+M._alloc = alloc
+M._Tensor = Tensor
 
 -- A tensor over device memory that this call does not allocate (cute.from_dlpack,
 -- the C host API): ptr (uint64_t or number), shape, dtype, strides in elements
 -- (nil: row-major); owner: a cute_dl_owner (gc'ed by the caller) that keeps the
 -- memory alive, or nil for a borrowed view.  Host transfers need a compact one.
-local function view(ptr, shape, dtype, strides, owner, fname)
+local function view(ptr, shape, dtype, strides, owner, fname, device)
   local shp, n = check_shape(shape, fname)
   dtype = to_dtype(dtype, fname)
   local rm = row_major_strides(shp)
@@ -113,7 +128,7 @@ local function view(ptr, shape, dtype, strides, owner, fname)
   local cell = u64p()
   cell[0] = ptr
   return setmetatable({
-    shape = shp, strides = st, dtype = dtype, ptr = u64(cell[0]), ptr_cell = cell,
+    shape = shp, strides = st, dtype = dtype, ptr = u64(cell[0]), ptr_cell = cell, device = device,
     _n = n, _bytes = n * dtype.size, _owner = owner, _strided = strided or nil,
     _borrowed = owner == nil or nil,
   }, Tensor)
@@ -142,19 +157,28 @@ function M.from_ptr(ptr, shape, dtype, strides)
       end
     end
   end
-  return view(ffi.cast("uint64_t", ptr), shape, dtype, strides, nil, fname)
+  -- the device whose memory it is, where the driver knows (else nil, as for pinned host and
+  -- managed memory: not checked at launch)
+  local p = ffi.cast("uint64_t", ptr)
+  local d = ffi.new("int[1]", -1)
+  local dev = rt._driver.cute_cuda_pointer_device(p, d, nil) == 0 and d[0] >= 0 and d[0] or nil
+  return view(p, shape, dtype, strides, nil, fname, dev)
 end
 
 -- t:to_dlpack([opts]): a DLManagedTensor* for another framework (cute/dlpack.lua)
 function Tensor:to_dlpack(opts) return require("cute.dlpack").to_dlpack(self, opts) end
 
--- cute.empty(shape, dtype): uninitialised device tensor, row-major.
-function M.empty(shape, dtype) return alloc(shape, dtype, "cute.empty") end
+-- t:ipc_handle(): the CUDA IPC handle of its allocation (cute/peer.lua)
+function Tensor:ipc_handle() return require("cute.peer").ipc_handle(self) end
 
--- cute.zeros(shape, dtype)
-function M.zeros(shape, dtype)
-  local t = alloc(shape, dtype, "cute.zeros")
-  check(C.cute_cuda_memset_d8(t.ptr, 0, t._bytes, nil, 0, err))
+-- cute.empty(shape, dtype [, {device = i}]): uninitialised device tensor,
+-- row-major, on device i (default: the current one).
+function M.empty(shape, dtype, opts) return alloc(shape, dtype, "cute.empty", opts) end
+
+-- cute.zeros(shape, dtype [, {device = i}])
+function M.zeros(shape, dtype, opts)
+  local t = alloc(shape, dtype, "cute.zeros", opts)
+  check(rt.on_device(t.device, rt._driver.cute_cuda_memset_d8, t.ptr, 0, t._bytes, nil, 0, err))
   return t
 end
 
@@ -187,11 +211,9 @@ function Tensor:free()
     self.ptr = u64(0)
     if cell then cell[0] = 0 end
   elseif cell and cell[0] ~= 0 then
-    local p = cell[0]
-    cell[0] = 0
     ffi.gc(cell, nil)
     self.ptr = u64(0)
-    check(C.cute_cuda_free(p, err))
+    check(self._release(cell, err))
   end
 end
 
@@ -340,14 +362,14 @@ local function host_data(data, dtype, shape, n_want, fname)
   end
 end
 
-function M.from_host(data, dtype, shape)
+function M.from_host(data, dtype, shape, opts)
   local fname = "cute.from_host"
   dtype = to_dtype(dtype, fname)
   local src, anchor, _
   src, anchor, _, shape = host_data(data, dtype, shape, nil, fname)
   if not src then argerror(fname, "data is a %s, not a table or an ffi array", type(data)) end
-  local t = alloc(shape, dtype, fname)
-  check(C.cute_cuda_memcpy_htod(t.ptr, src, t._bytes, err))
+  local t = alloc(shape, dtype, fname, opts)
+  check(rt.on_device(t.device, rt._driver.cute_cuda_memcpy_htod, t.ptr, src, t._bytes, err))
   local _ = anchor
   return t
 end
@@ -367,10 +389,14 @@ function Tensor:copy_from(src, stream)
     if src._n ~= self._n then
       argerror(fname, "source has %d elements, destination %d", src._n, self._n)
     end
+    if src.device and self.device and src.device ~= self.device then -- (across devices: cuMemcpyPeerAsync)
+      require("cute.peer").copy_peer(self, src, stream)
+      return self
+    end
     if sh then
       check(C.cute_cuda_memcpy_dtod_async(self.ptr, src.ptr, self._bytes, sh, err))
     else
-      check(C.cute_cuda_memcpy_dtod(self.ptr, src.ptr, self._bytes, err))
+      check(rt.on_device(self.device, C.cute_cuda_memcpy_dtod, self.ptr, src.ptr, self._bytes, err))
     end
     return self
   end
@@ -379,7 +405,7 @@ function Tensor:copy_from(src, stream)
   if sh then
     check(C.cute_cuda_memcpy_htod_async(self.ptr, buf, self._bytes, sh, err))
   else
-    check(C.cute_cuda_memcpy_htod(self.ptr, buf, self._bytes, err))
+    check(rt.on_device(self.device, C.cute_cuda_memcpy_htod, self.ptr, buf, self._bytes, err))
   end
   local _ = anchor
   return self
@@ -403,7 +429,7 @@ function Tensor:to_host(out, stream)
   if sh then
     check(C.cute_cuda_memcpy_dtoh_async(out, self.ptr, self._bytes, sh, err))
   else
-    check(C.cute_cuda_memcpy_dtoh(out, self.ptr, self._bytes, err))
+    check(rt.on_device(self.device, C.cute_cuda_memcpy_dtoh, out, self.ptr, self._bytes, err))
   end
   return out
 end
@@ -430,19 +456,21 @@ function Tensor:fill(value)
   local dt = self.dtype
   local one = pack({ value }, 1, dt, fname)
   local size = dt.size
+  local f, v, n -- (one memset of n words of the value's bits)
   if size == 8 then
     local b = ffi.cast("uint32_t *", one)
     if b[0] ~= b[1] then
       argerror(fname, "a 64-bit fill needs equal halves (0 or -1 for integers); use copy_from")
     end
-    check(C.cute_cuda_memset_d32(self.ptr, b[0], self._n * 2, nil, 0, err))
+    f, v, n = C.cute_cuda_memset_d32, b[0], self._n * 2
   elseif size == 4 then
-    check(C.cute_cuda_memset_d32(self.ptr, ffi.cast("uint32_t *", one)[0], self._n, nil, 0, err))
+    f, v, n = C.cute_cuda_memset_d32, ffi.cast("uint32_t *", one)[0], self._n
   elseif size == 2 then
-    check(C.cute_cuda_memset_d16(self.ptr, ffi.cast("uint16_t *", one)[0], self._n, nil, 0, err))
+    f, v, n = C.cute_cuda_memset_d16, ffi.cast("uint16_t *", one)[0], self._n
   else
-    check(C.cute_cuda_memset_d8(self.ptr, ffi.cast("uint8_t *", one)[0], self._n, nil, 0, err))
+    f, v, n = C.cute_cuda_memset_d8, ffi.cast("uint8_t *", one)[0], self._n
   end
+  check(rt.on_device(self.device, f, self.ptr, v, n, nil, 0, err))
   return self
 end
 

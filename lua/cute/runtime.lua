@@ -48,8 +48,20 @@ end
 
 function M.device_count()
   local v = intp()
-  check(C.cute_cuda_device_count(v, err))
+  check(M._driver.cute_cuda_device_count(v, err))
   return v[0]
+end
+
+-- A device ordinal given by the caller (nil: the current device), checked
+-- against the device count; fname names the operation in the error.
+function M.check_device(i, fname)
+  if i == nil then return M.current_device() end
+  if type(i) ~= "number" or i ~= floor(i) or i < 0 then
+    argerror(fname, "device %s is not a non-negative integer", tostring(i))
+  end
+  local n = M.device_count()
+  if i >= n then argerror(fname, "device %d does not exist (%d device%s)", i, n, n == 1 and "" or "s") end
+  return i
 end
 
 local Device = {}
@@ -129,8 +141,12 @@ end
 -- streams and events
 -- ---------------------------------------------------------------------------
 
-local function destroy_stream(h) C.cute_cuda_stream_destroy(h, nil) end
-local function destroy_event(h) C.cute_cuda_event_destroy(h, nil) end
+-- The finalizer of a stream or event handle: destroyed in its device's
+-- context through the driver that made it (name: the destroy call).
+local function destroyer(name, dev)
+  local d = M._driver
+  return function(h) M.on_device(dev, d[name], h, nil) end
+end
 
 local Stream = {}
 Stream.__index = Stream
@@ -149,17 +165,20 @@ function Stream:destroy()
   if h ~= nil then
     self.handle = nil
     ffi.gc(h, nil)
-    check(C.cute_cuda_stream_destroy(h, err))
+    check(M.on_device(self.device, M._driver.cute_cuda_stream_destroy, h, err))
   end
 end
 
--- cute.stream{non_blocking = true}: a new stream, destroyed when collected
--- or by s:destroy().  cute.default_stream is the legacy NULL stream.
+-- cute.stream{non_blocking = true, device = i}: a new stream of device i
+-- (default: the current one; s.device), destroyed when collected or by
+-- s:destroy().  cute.default_stream is the legacy NULL stream (no device:
+-- the current one's).
 function M.stream(opts)
   local flags = (opts and opts.non_blocking) and C.CUTE_CU_STREAM_NON_BLOCKING or 0
+  local dev = M.check_device(opts and opts.device, "cute.stream")
   local out = voidpp()
-  check(C.cute_cuda_stream_create(out, flags, err))
-  return setmetatable({ handle = ffi.gc(out[0], destroy_stream) }, Stream)
+  check(M.on_device(dev, M._driver.cute_cuda_stream_create, out, flags, err))
+  return setmetatable({ handle = ffi.gc(out[0], destroyer("cute_cuda_stream_destroy", dev)), device = dev }, Stream)
 end
 
 M.default_stream = setmetatable({ handle = nil }, Stream)
@@ -192,18 +211,20 @@ function Event:destroy()
   if h ~= nil then
     self.handle = nil
     ffi.gc(h, nil)
-    check(C.cute_cuda_event_destroy(h, err))
+    check(M.on_device(self.device, M._driver.cute_cuda_event_destroy, h, err))
   end
 end
 
--- cute.event{blocking = true, timing = false}
+-- cute.event{blocking = true, timing = false, device = i}: an event of
+-- device i (default: the current one; e.device)
 function M.event(opts)
   local flags = 0
   if opts and opts.blocking then flags = bor(flags, C.CUTE_CU_EVENT_BLOCKING_SYNC) end
   if opts and opts.timing == false then flags = bor(flags, C.CUTE_CU_EVENT_DISABLE_TIMING) end
+  local dev = M.check_device(opts and opts.device, "cute.event")
   local out = voidpp()
-  check(C.cute_cuda_event_create(out, flags, err))
-  return setmetatable({ handle = ffi.gc(out[0], destroy_event) }, Event)
+  check(M.on_device(dev, M._driver.cute_cuda_event_create, out, flags, err))
+  return setmetatable({ handle = ffi.gc(out[0], destroyer("cute_cuda_event_destroy", dev)), device = dev }, Event)
 end
 
 -- Milliseconds between two recorded events (waits for e1).
@@ -226,7 +247,13 @@ end
 -- functions (M._use_driver); the others stay the C ones.
 local driver_names = { "cute_cuda_module_load", "cute_cuda_module_unload", "cute_cuda_module_get_function",
   "cute_cuda_launch", "cute_cuda_launch_cluster", "cute_cuda_func_set_max_dynamic_smem",
-  "cute_cuda_set_device", "cute_cuda_get_device" }
+  "cute_cuda_set_device", "cute_cuda_get_device", "cute_cuda_device_count",
+  -- memory, streams and events of a chosen device; peer access and IPC (cute.peer)
+  "cute_cuda_malloc", "cute_cuda_free", "cute_cuda_memset_d8", "cute_cuda_memcpy_htod",
+  "cute_cuda_stream_create", "cute_cuda_stream_destroy", "cute_cuda_event_create", "cute_cuda_event_destroy",
+  "cute_cuda_can_access_peer", "cute_cuda_enable_peer_access", "cute_cuda_memcpy_peer_async",
+  "cute_cuda_stream_synchronize", "cute_cuda_pointer_device",
+  "cute_cuda_ipc_get_handle", "cute_cuda_ipc_open_handle", "cute_cuda_ipc_close_handle" }
 local drv = C
 M._driver = C
 
@@ -246,6 +273,28 @@ function M.current_device()
   return d
 end
 
+-- Peer access enabled through cute.enable_peer_access: peer_enabled[dev][peer]
+-- is true when kernels and copies on dev may address peer's memory (the
+-- launch check of lua/cute/launch.lua reads it).
+M.peer_enabled = {}
+
+-- f(...) (a driver call returning a status) with device dev's context
+-- current, then the current device again; returns f's status (its message in
+-- cf.err).  dev nil or current: f is called directly.
+function M.on_device(dev, f, ...)
+  local cur = M.current_device()
+  if dev == nil or dev == cur then return f(...) end
+  local d, ctx = drv, M.context
+  local s = d.cute_cuda_set_device(dev, err)
+  if s ~= 0 then return s end
+  ctx.device = dev -- (a finalizer that runs meanwhile sees the context that is current)
+  s = f(...)
+  local back = d.cute_cuda_set_device(cur, s == 0 and err or nil)
+  ctx.device = cur
+  if s == 0 then s = back end
+  return s
+end
+
 -- d: a table of replacements for some of driver_names, plus optionally
 -- available() (the launch path's "is there a GPU"); nil restores the driver.
 function M._use_driver(d)
@@ -256,6 +305,7 @@ function M._use_driver(d)
   end
   M._driver = drv
   M.context.device = false
+  M.peer_enabled = {}
 end
 
 -- A loaded module's handle unloads through the driver that loaded it when
