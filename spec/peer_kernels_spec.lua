@@ -1,0 +1,165 @@
+-- Kernels that communicate (docs/PEER_KERNELS.md) without a GPU: the memory-
+-- ordering ops of cute.nvgpu_sys in PTX, and the one-shot / two-shot
+-- all-reduce kernels of examples/allreduce_peer.lua traced and compiled for
+-- sm_90a and sm_80.  The runs on two GPUs are spec/peer_kernels_gpu_spec.lua.
+local cute = require("cute")
+local util = dofile("spec/support/util.lua")
+local has = util.has
+local AR = dofile("examples/common.lua").load("allreduce_peer")
+
+local function count(s, pat)
+  local n = 0
+  for _ in s:gmatch(pat) do n = n + 1 end
+  return n
+end
+
+local function ptx_of(fn, arch, ...)
+  return cute.kernel(fn, { arch = arch or "sm_90a" }):ptx(...)
+end
+
+local U32 = cute.tensor_spec({ 64 }, cute.uint32)
+local I64 = cute.tensor_spec({ 64 }, cute.int64)
+
+describe("cute.arch memory-ordering ops (cute.nvgpu_sys)", function()
+  it("ld_acquire / st_release at system scope by default, other scopes when given", function()
+    local p = ptx_of(function(F, G, e)
+      cute.arch.st_release(F, 3, e)
+      G[0] = cute.Int64(cute.arch.ld_acquire(F, 5))
+      cute.arch.st_release(G, 1, 7, "gpu")
+      F[9] = cute.arch.ld_acquire(F, 2, "cta")
+    end, "sm_90a", U32, I64, cute.Uint32(1))
+    assert.is_true(has(p, "st.release.sys.global.u32 [%rd"), p)
+    assert.is_true(has(p, "ld.acquire.sys.global.u32 %r"), p)
+    assert.is_true(has(p, "st.release.gpu.global.s64 [%rd"), p)
+    assert.is_true(has(p, "ld.acquire.cta.global.u32"), p)
+  end)
+
+  it("relaxed and volatile forms, fences", function()
+    local p = ptx_of(function(F, G)
+      cute.arch.st_relaxed(F, 0, cute.arch.ld_relaxed(F, 1))
+      cute.arch.fence_acq_rel("sys")
+      cute.arch.st_volatile(G, 0, cute.arch.ld_volatile(G, 1))
+      cute.arch.fence_sc("gpu")
+    end, "sm_80", U32, I64)
+    for _, s in ipairs({ "ld.relaxed.sys.global.u32", "st.relaxed.sys.global.u32", "fence.acq_rel.sys;",
+      "ld.volatile.global.s64", "st.volatile.global.s64", "fence.sc.gpu;" }) do
+      assert.is_true(has(p, s), s .. " in\n" .. p)
+    end
+  end)
+
+  it("a spin loop on ld_acquire reloads the flag every iteration", function()
+    local p = ptx_of(function(F, e)
+      while cute.arch.ld_acquire(F, 0) ~= e do end
+      F[1] = 1
+    end, "sm_90a", U32, cute.Uint32(1))
+    local loop = p:match("(%$L__BB0_%d+:.-bra[^\n]*)")
+    assert.is_truthy(loop, p)
+    assert.is_true(has(loop, "ld.acquire.sys.global.u32"), p)
+  end)
+
+  it("argument errors name the operation and the value", function()
+    local function expect(msg, fn, ...)
+      local ok, e = pcall(ptx_of, fn, "sm_90a", ...)
+      assert.is_false(ok)
+      assert.is_true(has(tostring(e), msg), tostring(e))
+    end
+    expect("cute.arch.ld_acquire: scope must be 'cta', 'gpu' or 'sys', got system",
+      function(F) cute.arch.ld_acquire(F, 0, "system") end, U32)
+    expect("cute.arch.st_release: the tensor's elements must be 32- or 64-bit integers",
+      function(F) cute.arch.st_release(F, 0, 1) end, cute.tensor_spec({ 8 }, cute.float32))
+    expect("cute.arch.st_release(tensor, coordinate, value [, scope]): the value is missing",
+      function(F) cute.arch.st_release(F, 0) end, U32)
+    expect("cute.arch.ld_volatile(tensor, coordinate, ...): the first argument must be a tensor, got number 3",
+      function(F) F[0] = cute.arch.ld_volatile(3, 0) end, U32)
+    expect("cute.arch.ld_acquire: the tensor must be in global or generic memory, got shared memory",
+      function(F) F[0] = cute.arch.ld_acquire(cute.make_shared_tensor(8, cute.uint32), 0) end, U32)
+    expect("cute.arch.fence_acq_rel: scope must be 'cta', 'gpu' or 'sys', got grid",
+      function(F) cute.arch.fence_acq_rel("grid"); F[0] = 1 end, U32)
+  end)
+
+  it("outside a kernel is an error", function()
+    local ok, e = pcall(cute.arch.ld_acquire, U32, 0)
+    assert.is_false(ok)
+    assert.is_true(has(tostring(e), "cute.arch.ld_acquire"), tostring(e))
+  end)
+end)
+
+describe("the peer all-reduce kernels (examples/allreduce_peer.lua)", function()
+  local N = 1000003 -- odd: a scalar tail after the 16-byte vectors
+  for _, arch in ipairs({ "sm_90a", "sm_80" }) do
+    for _, world in ipairs({ 2, 4 }) do
+      for _, dt in ipairs({ cute.float32, cute.bfloat16 }) do
+        for _, kind in ipairs({ "oneshot", "twoshot" }) do
+          it(("%s, %d ranks, %s, %s: system-scope flags, 16-byte loads, no spills"):format(kind, world, dt.name, arch),
+            function()
+              local rank = world - 1
+              local r = AR.compile(kind, dt, N, world, rank, arch)
+              local p = r.ptx
+              -- two barriers, each one release store and one acquire spin per peer
+              assert.are.equal(2 * (world - 1), count(p, "st%.release%.sys%.global%.u32"), p)
+              assert.are.equal(2 * (world - 1), count(p, "ld%.acquire%.sys%.global%.u32"), p)
+              assert.are.equal(4, count(p, "bar%.sync"), p) -- each barrier: before the flags and after
+              -- one 16-byte load per rank's input; the one-shot stores its own output,
+              -- the two-shot every rank's
+              assert.are.equal(world, count(p, "ld%.global%.nc%.v4%."), p)
+              assert.are.equal(kind == "oneshot" and 1 or world, count(p, "st%.global%.v4%."), p)
+              assert.are.equal(0, r.info.spill_stores or 0)
+              assert.are.equal(0, r.info.spill_loads or 0)
+              assert.are.equal(arch, r.arch)
+            end)
+        end
+      end
+    end
+  end
+
+  it("the flags: (barrier, source rank, block) in the signal buffers, 4-byte words", function()
+    -- rank 1 of 2 stores to rank 0's flags (start, 1, b) and (end, 1, b) at byte offsets
+    -- 4 * (8 * 1024 * barrier + 1024 * 1) + 4 b and spins on its own (start, 0, b), (end, 0, b)
+    local p = AR.compile("oneshot", cute.float32, 4096, 2, 1, "sm_90a").ptx
+    assert.is_truthy(p:match("mul%.wide%.u32%s+%%rd%d+, %%r%d+, 4;"), p) -- 4 * %ctaid.x
+    for _, off in ipairs({ 4096, 36864, 32768 }) do
+      assert.is_truthy(p:match("add%.s64%s+%%rd%d+, %%rd%d+, " .. off .. ";"), off .. " in\n" .. p)
+    end
+    assert.is_true(has(p, "%ctaid.x"), p)
+  end)
+
+  it("only rank 0's two-shot kernel has the scalar tail; the one-shot's every rank", function()
+    local scalar_ld = "ld%.global%.nc%.f32"
+    assert.is_true(count(AR.compile("twoshot", cute.float32, 1001, 2, 0).ptx, scalar_ld) == 2)
+    assert.are.equal(0, count(AR.compile("twoshot", cute.float32, 1001, 2, 1).ptx, scalar_ld))
+    assert.are.equal(2, count(AR.compile("oneshot", cute.float32, 1001, 2, 1).ptx, scalar_ld))
+  end)
+
+  it("argument errors", function()
+    local ok, e = pcall(AR.args, "threeshot", 0, 1, cute.float32, {}, {}, {})
+    assert.is_false(ok)
+    assert.is_true(has(tostring(e), 'allreduce_peer: kind = threeshot: must be "oneshot" or "twoshot"'), tostring(e))
+    ok, e = pcall(AR.new, {})
+    assert.is_false(ok)
+    assert.is_true(has(tostring(e), "allreduce_peer.new: devices must be a list of 1 to 8 device ordinals"),
+      tostring(e))
+  end)
+end)
+
+describe("the multi-GPU scripts", function()
+  it("parse, and the benchmarks print machine-readable lines", function()
+    for _, f in ipairs({ "examples/allreduce_peer.lua", "examples/tp_linear.lua", "bench/allreduce.lua",
+      "bench/tp_linear.lua" }) do
+      assert.is_truthy(loadfile(f), f)
+    end
+    local src = util.read_file("bench/allreduce.lua")
+    assert.is_true(has(src, "ALLREDUCE size="), "bench/allreduce.lua")
+    assert.is_true(has(util.read_file("bench/nccl_torch.py"), "ALLREDUCE_TORCH size="), "bench/nccl_torch.py")
+    assert.is_true(has(util.read_file("bench/tp_linear.lua"), "TP_LINEAR "), "bench/tp_linear.lua")
+    local _, rc = util.sh("sh -n tools/gpu_peer.sh")
+    assert.are.equal(0, rc)
+  end)
+
+  it("examples/allreduce_peer.lua without GPUs compiles both kernels for sm_90a", function()
+    local out, rc = util.sh(util.self_exe() .. " examples/allreduce_peer.lua")
+    if require("cute").available() then return end -- (with a GPU it runs instead: the #gpu spec)
+    assert.are.equal(0, rc, out)
+    assert.is_truthy(out:match("allreduce_peer oneshot bf16: %d+ registers, 0 spill bytes"), out)
+    assert.is_truthy(out:match("allreduce_peer twoshot bf16: %d+ registers, 0 spill bytes"), out)
+  end)
+end)
