@@ -146,7 +146,17 @@ end, { name = "allreduce_twoshot" })
 ---------------------------------------------------------------------------
 -- kernel arguments (also for compiling without a GPU, from tensor specs)
 ---------------------------------------------------------------------------
-local function dyn(t) return cute.dynamic(t, { index_bits = 32 }) end
+-- run-time shapes (one binary per rank serves every size); the wrapper is kept on
+-- the tensor, so its signature is computed once, not at every call
+local function dyn(t)
+  if not require("cute.memory").is_tensor(t) then return cute.dynamic(t, { index_bits = 32 }) end -- (a tensor_spec)
+  local d = rawget(t, "_allreduce_dynamic")
+  if not d then
+    d = cute.dynamic(t, { index_bits = 32 })
+    rawset(t, "_allreduce_dynamic", d)
+  end
+  return d
+end
 
 local function append(list, ts, f)
   for _, t in ipairs(ts) do list[#list + 1] = f and f(t) or t end
@@ -239,6 +249,7 @@ end
 -- ar:run(kind, ins, outs [, streams]): outs[k] = sum of ins on every rank k,
 -- asynchronously on streams[k] (default: the object's streams)
 function AR:run(kind, ins, outs, streams)
+  if kind ~= "oneshot" and kind ~= "twoshot" then M.args(kind) end -- (its error)
   check_lists(self, ins, outs)
   if kind == "oneshot" then
     for k = 1, self.world do

@@ -141,6 +141,97 @@ describe("the peer all-reduce kernels (examples/allreduce_peer.lua)", function()
   end)
 end)
 
+describe("allreduce_peer's host side on a stub driver (no GPU)", function()
+  -- the driver and the contract's device functions are stand-ins: launches are
+  -- recorded with the current device; tensors are plain tables at made-up addresses
+  local ffi = require("ffi")
+  local rt = require("cute.runtime")
+  local saved, enabled, launches = {}, {}, {}
+  local next_ptr = 2 ^ 20
+  local function fake_tensor(n, dt, device)
+    next_ptr = next_ptr + 2 ^ 28
+    return { ptr = next_ptr, shape = { n }, strides = { 1 }, dtype = dt, device = device,
+      numel = function() return n end }
+  end
+  local driver = util.stub_driver(function(_, gx, _, _, bx, _, _, _, stream)
+    launches[#launches + 1] = { device = rt.current_device(), grid = gx, block = bx,
+      stream = tonumber(ffi.cast("uintptr_t", stream)) }
+  end)
+  local dev_now = 0
+  driver.cute_cuda_set_device = function(i) dev_now = i; return 0 end
+  driver.cute_cuda_get_device = function(out) out[0] = dev_now; return 0 end
+  local fakes = {
+    can_access_peer = function() return true end,
+    enable_peer_access = function(peer, dev) enabled[#enabled + 1] = dev .. "->" .. peer end,
+    zeros = function(shape, dt, opts) return fake_tensor(shape[1], dt, opts.device) end,
+    stream = function(opts) return { handle = ffi.cast("void*", 0x1000 + opts.device), device = opts.device } end,
+    device = function() return { sm_count = 132 } end,
+  }
+  setup(function()
+    for k, f in pairs(fakes) do saved[k] = rawget(cute, k) or false; rawset(cute, k, f) end
+    rt._use_driver(driver)
+  end)
+  teardown(function()
+    for k, f in pairs(saved) do rawset(cute, k, f or nil) end
+    rt._use_driver(nil)
+  end)
+  before_each(function() launches, enabled = {}, {} end)
+
+  local function lists(n, dt)
+    local a, b = {}, {}
+    for k = 1, 2 do a[k], b[k] = fake_tensor(n, dt, k - 1), fake_tensor(n, dt, k - 1) end
+    return a, b
+  end
+
+  it("new: peer access both ways, a signal buffer and a stream per device, one block per SM at most", function()
+    local ar = AR.new({ 0, 1 })
+    assert.are.same({ "0->1", "1->0" }, enabled)
+    assert.are.equal(132, ar.max_blocks)
+    assert.are.equal(AR.SIG_WORDS, ar.sigs[2].shape[1])
+    assert.are.equal(1, ar.sigs[2].device)
+  end)
+
+  it("run: one launch per device on its own stream, the grid from the size, a new epoch per call", function()
+    local ar = AR.new({ 0, 1 })
+    local a, b = lists(1000003, cute.float32)
+    ar:run("oneshot", a, b)
+    assert.are.equal(2, #launches)
+    for k = 1, 2 do
+      assert.are.equal(k - 1, launches[k].device)
+      assert.are.equal(0x1000 + k - 1, launches[k].stream)
+      assert.are.equal(132, launches[k].grid) -- 250000 vectors: capped at the SMs
+      assert.are.equal(AR.THREADS, launches[k].block)
+    end
+    assert.are.equal(1, ar.epoch)
+    local c, d = lists(4096, cute.float32)
+    ar:run("twoshot", c, c) -- in place: fine for the two-shot
+    assert.are.equal(4, #launches)
+    assert.are.equal(1, launches[4].grid) -- 1024 vectors, 512 per rank: one block
+    assert.are.equal(2, ar.epoch)
+    ar:run("oneshot", c, d)
+    assert.are.equal(3, ar.epoch)
+    assert.are.equal(0, rt.current_device()) -- back on the first device
+  end)
+
+  it("run: argument errors", function()
+    local ar = AR.new({ 0, 1 })
+    local a, b = lists(4096, cute.float32)
+    local function expect(msg, ...)
+      local ok, e = pcall(ar.run, ar, ...)
+      assert.is_false(ok)
+      assert.is_true(has(tostring(e), msg), tostring(e))
+    end
+    expect("the one-shot kernel cannot run in place", "oneshot", a, a)
+    expect("expected 2 inputs and outputs, rank 1 has none", "oneshot", { a[1] }, { b[1] })
+    local c = lists(100, cute.float32)
+    expect("rank 1: input", "twoshot", { a[1], c[2] }, b)
+    local h = lists(4096, cute.float16)
+    expect("dtype float16: float32 and bfloat16 are supported", "twoshot", h, h)
+    expect('kind = fourshot: must be "oneshot" or "twoshot"', "fourshot", a, b)
+    assert.are.equal(0, #launches)
+  end)
+end)
+
 describe("the multi-GPU scripts", function()
   it("parse, and the benchmarks print machine-readable lines", function()
     for _, f in ipairs({ "examples/allreduce_peer.lua", "examples/tp_linear.lua", "bench/allreduce.lua",
