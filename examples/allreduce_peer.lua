@@ -165,15 +165,15 @@ end
 
 -- the argument list of rank `rank`'s launch: ins, outs, sigs are lists over ranks
 function M.args(kind, rank, epoch, dt, ins, outs, sigs)
+  if kind ~= "oneshot" and kind ~= "twoshot" then
+    error(("allreduce_peer: kind = %s: must be \"oneshot\" or \"twoshot\""):format(tostring(kind)))
+  end
   local world = #ins
   if kind == "oneshot" then
     local a = { dyn(outs[rank + 1]), cute.Uint32(epoch), world, rank, dt }
     return append(append(a, ins, dyn), sigs)
-  elseif kind == "twoshot" then
-    local a = { cute.Uint32(epoch), world, rank, dt }
-    return append(append(append(a, ins, dyn), outs, dyn), sigs)
   end
-  error(("allreduce_peer: kind = %s: must be \"oneshot\" or \"twoshot\""):format(tostring(kind)))
+  return append(append(append({ cute.Uint32(epoch), world, rank, dt }, ins, dyn), outs, dyn), sigs)
 end
 
 -- the compile result for rank `rank` of `world` (cute.tensor_spec operands; no GPU needed)
