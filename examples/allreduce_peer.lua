@@ -92,8 +92,10 @@ local function tiles(list, V)
   return out
 end
 
--- oneshot(Out, epoch, world, rank, dt, In_0 .. In_{world-1}, Sig_0 .. Sig_{world-1})
-M.oneshot = cute.kernel(function(Out, epoch, world, rank, dt, ...)
+-- (the dtype is passed by name: a string argument is keyed faster than a dtype)
+-- oneshot(Out, epoch, world, rank, dtype_name, In_0 .. In_{world-1}, Sig_0 .. Sig_{world-1})
+M.oneshot = cute.kernel(function(Out, epoch, world, rank, dtype_name, ...)
+  local dt = cute[dtype_name]
   local g = groups(world, 2, ...)
   local ins, sigs = g[1], g[2]
   local V = 16 / dt.size
@@ -111,10 +113,11 @@ M.oneshot = cute.kernel(function(Out, epoch, world, rank, dt, ...)
   barrier(sigs, world, rank, 1, epoch)
 end, { name = "allreduce_oneshot" })
 
--- twoshot(epoch, world, rank, dt, In_0.., Out_0.., Sig_0..): rank r owns the
+-- twoshot(epoch, world, rank, dtype_name, In_0.., Out_0.., Sig_0..): rank r owns the
 -- vectors [r * per, (r + 1) * per) (per = ceil(vectors / world)); rank 0 also
 -- the last n mod V elements
-M.twoshot = cute.kernel(function(epoch, world, rank, dt, ...)
+M.twoshot = cute.kernel(function(epoch, world, rank, dtype_name, ...)
+  local dt = cute[dtype_name]
   local g = groups(world, 3, ...)
   local ins, outs, sigs = g[1], g[2], g[3]
   local V = 16 / dt.size
@@ -149,7 +152,6 @@ end, { name = "allreduce_twoshot" })
 -- run-time shapes (one binary per rank serves every size); the wrapper is kept on
 -- the tensor, so its signature is computed once, not at every call
 local function dyn(t)
-  if not require("cute.memory").is_tensor(t) then return cute.dynamic(t, { index_bits = 32 }) end -- (a tensor_spec)
   local d = rawget(t, "_allreduce_dynamic")
   if not d then
     d = cute.dynamic(t, { index_bits = 32 })
@@ -170,10 +172,10 @@ function M.args(kind, rank, epoch, dt, ins, outs, sigs)
   end
   local world = #ins
   if kind == "oneshot" then
-    local a = { dyn(outs[rank + 1]), cute.Uint32(epoch), world, rank, dt }
+    local a = { dyn(outs[rank + 1]), cute.Uint32(epoch), world, rank, dt.name }
     return append(append(a, ins, dyn), sigs)
   end
-  return append(append(append({ cute.Uint32(epoch), world, rank, dt }, ins, dyn), outs, dyn), sigs)
+  return append(append(append({ cute.Uint32(epoch), world, rank, dt.name }, ins, dyn), outs, dyn), sigs)
 end
 
 -- the compile result for rank `rank` of `world` (cute.tensor_spec operands; no GPU needed)
@@ -201,7 +203,8 @@ function M.new(devices)
   if type(devices) ~= "table" or #devices < 1 or #devices > M.MAX_RANKS then
     error(("allreduce_peer.new: devices must be a list of 1 to %d device ordinals"):format(M.MAX_RANKS))
   end
-  local self = setmetatable({ devices = devices, world = #devices, epoch = 0, sigs = {}, streams = {} }, AR)
+  local self = setmetatable({ devices = devices, world = #devices, epoch = 0, sigs = {}, streams = {},
+    plans = { oneshot = {}, twoshot = {} } }, AR)
   local sms = math.huge
   for i, d in ipairs(devices) do
     for j, p in ipairs(devices) do
@@ -246,10 +249,16 @@ local function check_lists(self, ins, outs)
   end
 end
 
--- ar:run(kind, ins, outs [, streams]): outs[k] = sum of ins on every rank k,
--- asynchronously on streams[k] (default: the object's streams)
-function AR:run(kind, ins, outs, streams)
-  if kind ~= "oneshot" and kind ~= "twoshot" then M.args(kind) end -- (its error)
+-- A plan: the launchers and argument lists of one (kind, ins, outs, streams),
+-- made once and reused while the lists hold the same tensors (only the epoch
+-- argument changes between calls); a few per kind are kept.
+local PLANS_PER_KIND = 4
+local function same_list(a, b)
+  for k = 1, #a do if a[k] ~= b[k] then return false end end
+  return #a == #b
+end
+
+local function new_plan(self, kind, ins, outs, streams)
   check_lists(self, ins, outs)
   if kind == "oneshot" then
     for k = 1, self.world do
@@ -258,15 +267,43 @@ function AR:run(kind, ins, outs, streams)
       end
     end
   end
-  streams = streams or self.streams
-  self.epoch = self.epoch % 0xfffffffe + 1 -- 1 .. 2^32 - 2 (the flags start at 0)
   local dt, n = ins[1].dtype, ins[1]:numel()
-  local cfg = { grid = self:grid(kind, n, dt), block = M.THREADS }
+  local plan = { ins = { unpack(ins) }, outs = { unpack(outs) }, streams = streams, launchers = {}, args = {},
+    epoch_at = kind == "oneshot" and 2 or 1 }
   local k = kind == "oneshot" and M.oneshot or M.twoshot
+  local grid = self:grid(kind, n, dt)
   for r = 1, self.world do
     cute.set_device(self.devices[r])
-    cfg.stream = streams[r]
-    k:launch(cfg)(unpack(M.args(kind, r - 1, self.epoch, dt, ins, outs, self.sigs)))
+    plan.launchers[r] = k:launch{ grid = grid, block = M.THREADS, stream = streams[r] }
+    plan.args[r] = M.args(kind, r - 1, 0, dt, ins, outs, self.sigs)
+    plan.args[r].n = #plan.args[r]
+  end
+  return plan
+end
+
+local function plan_of(self, kind, ins, outs, streams)
+  if kind ~= "oneshot" and kind ~= "twoshot" then M.args(kind) end -- (its error)
+  local list = self.plans[kind]
+  for _, p in ipairs(list) do
+    if p.streams == streams and same_list(p.ins, ins) and same_list(p.outs, outs) then return p end
+  end
+  local p = new_plan(self, kind, ins, outs, streams)
+  if #list >= PLANS_PER_KIND then table.remove(list, 1) end
+  list[#list + 1] = p
+  return p
+end
+
+-- ar:run(kind, ins, outs [, streams]): outs[k] = sum of ins on every rank k,
+-- asynchronously on streams[k] (default: the object's streams)
+function AR:run(kind, ins, outs, streams)
+  local plan = plan_of(self, kind, ins, outs, streams or self.streams)
+  self.epoch = self.epoch % 0xfffffffe + 1 -- 1 .. 2^32 - 2 (the flags start at 0)
+  local epoch = cute.Uint32(self.epoch)
+  for r = 1, self.world do
+    cute.set_device(self.devices[r])
+    local a = plan.args[r]
+    a[plan.epoch_at] = epoch
+    plan.launchers[r](unpack(a, 1, a.n))
   end
   cute.set_device(self.devices[1])
 end
