@@ -5,9 +5,10 @@
 #   sh tools/gpu_peer.sh check    the specs and the two examples' checks only
 #   sh tools/gpu_peer.sh bench    the benchmarks only
 # Logs under $OUT (or /tmp): peer_spec.log, allreduce_peer.log, tp_linear.log,
-# bench_allreduce.log, nccl_torch.log, bench_tp_linear.log; at the end the
+# bench_allreduce.log, nccl_torch.log (float32), bench_allreduce_bf16.log, nccl_torch_bf16.log
+# (bfloat16, 4 KiB .. 256 KiB), bench_tp_linear.log; at the end the
 # machine-readable lines and one RATIO line per size:
-#   RATIO size= cute_nccl_vs_torch= oneshot_vs_nccl= twoshot_vs_nccl= oneshot_vs_torch=
+#   RATIO size= dtype= cute_nccl_vs_torch= oneshot_vs_nccl= twoshot_vs_nccl= oneshot_vs_torch=
 # (speed ratios: > 1 means the first is faster; cute_nccl_vs_torch = torch_us / cute_nccl_us).
 cd "$(dirname "$0")/.." || exit 1
 O=${OUT:-/tmp}
@@ -31,16 +32,21 @@ fi
 if [ "$what" != check ]; then
   run bench_allreduce 150 $BIN bench/allreduce.lua
   run nccl_torch 150 python3 bench/nccl_torch.py
+  SMALL="4096 16384 65536 262144"
+  run bench_allreduce_bf16 90 env DTYPE=bfloat16 $BIN bench/allreduce.lua $SMALL
+  run nccl_torch_bf16 90 env DTYPE=bfloat16 python3 bench/nccl_torch.py $SMALL
   run bench_tp_linear 200 $BIN bench/tp_linear.lua
   echo "== summary"
-  grep -h -E '^(ALLREDUCE|ALLREDUCE_TORCH|PEER_COPY|TP_LINEAR) ' "$O/bench_allreduce.log" "$O/nccl_torch.log" \
-    "$O/bench_tp_linear.log"
+  LOGS="$O/bench_allreduce.log $O/nccl_torch.log $O/bench_allreduce_bf16.log $O/nccl_torch_bf16.log"
+  grep -h -E '^(ALLREDUCE|ALLREDUCE_TORCH|PEER_COPY|TP_LINEAR) ' $LOGS "$O/bench_tp_linear.log"
   # one RATIO line per size measured by both
-  grep -h -E '^(ALLREDUCE|ALLREDUCE_TORCH) ' "$O/bench_allreduce.log" "$O/nccl_torch.log" | awk '
-    { split("", f); for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } s = f["size"] }
+  # (the lines of each dtype, joined by size and dtype)
+  grep -h -E '^(ALLREDUCE|ALLREDUCE_TORCH) ' $LOGS | awk '
+    { split("", f); for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } s = f["size"] " " f["dtype"] }
     $1 == "ALLREDUCE" { nccl[s] = f["cute_nccl_us"]; one[s] = f["oneshot_us"]; two[s] = f["twoshot_us"]; order[++n] = s }
     $1 == "ALLREDUCE_TORCH" { torch[s] = f["torch_us"] }
     END { for (i = 1; i <= n; i++) { s = order[i]; if (torch[s] == "") continue
-      printf "RATIO size=%d cute_nccl_vs_torch=%.3f oneshot_vs_nccl=%.3f twoshot_vs_nccl=%.3f oneshot_vs_torch=%.3f\n",
-        s, torch[s] / nccl[s], nccl[s] / one[s], nccl[s] / two[s], torch[s] / one[s] } }'
+      split(s, sd, " ")
+      printf "RATIO size=%d dtype=%s cute_nccl_vs_torch=%.3f oneshot_vs_nccl=%.3f twoshot_vs_nccl=%.3f oneshot_vs_torch=%.3f\n",
+        sd[1], sd[2], torch[s] / nccl[s], nccl[s] / one[s], nccl[s] / two[s], torch[s] / one[s] } }'
 fi
