@@ -197,8 +197,8 @@ end
 local AR = {}
 AR.__index = AR
 
--- M.new(devices [, {threads =, max_blocks =}]): peer access both ways between
--- every pair, a zeroed signal buffer and a stream on each device
+-- M.new(devices): peer access both ways between every pair, a zeroed signal
+-- buffer and a stream on each device
 function M.new(devices)
   if type(devices) ~= "table" or #devices < 1 or #devices > M.MAX_RANKS then
     error(("allreduce_peer.new: devices must be a list of 1 to %d device ordinals"):format(M.MAX_RANKS))
@@ -241,6 +241,12 @@ local function check_lists(self, ins, outs)
     if i.dtype ~= ins[1].dtype or o.dtype ~= i.dtype or i:numel() ~= ins[1]:numel() or o:numel() ~= i:numel() then
       error(("allreduce_peer: rank %d: input %s and output %s must match rank 0's input %s"):format(k - 1,
         tostring(i), tostring(o), tostring(ins[1])))
+    end
+    for _, t in ipairs({ i, o }) do
+      if t.device ~= nil and t.device ~= self.devices[k] then
+        error(("allreduce_peer: rank %d runs on device %d, but its %s is on device %d"):format(k - 1, self.devices[k],
+          t == i and "input" or "output", t.device))
+      end
     end
   end
   local dt = ins[1].dtype
