@@ -45,6 +45,11 @@ def time_us(fn, iters, world):
     return times[(REPS + 1) // 2 - 1]
 
 
+def nccl_version():
+    v = torch.cuda.nccl.version()  # a tuple (2, 28, 9), or an int in older releases
+    return ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)
+
+
 def worker(rank, world, sizes, dtype_name, port):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
@@ -58,7 +63,7 @@ def worker(rank, world, sizes, dtype_name, port):
     if rank == 0:
         print("bench/nccl_torch.py: %d x %s, torch %s, NCCL %s, dtype %s" % (
             world, torch.cuda.get_device_name(0), torch.__version__,
-            ".".join(str(v) for v in torch.cuda.nccl.version()), dtype_name), flush=True)
+            nccl_version(), dtype_name), flush=True)
     for nbytes in sizes:
         x = torch.ones(nbytes // esize, dtype=dtype, device="cuda")
         us = time_us(lambda: dist.all_reduce(x), iters_for(nbytes), world)
