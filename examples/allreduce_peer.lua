@@ -264,6 +264,18 @@ local function same_list(a, b)
   return #a == #b
 end
 
+-- call(launcher, args): launcher(args[1], ..., args[n]) without unpack (which
+-- LuaJIT does not compile), one generated function per argument count
+local callers = {}
+local function caller(n)
+  if not callers[n] then
+    local list = {}
+    for i = 1, n do list[i] = "a[" .. i .. "]" end
+    callers[n] = assert(loadstring("return function(l, a) return l(" .. table.concat(list, ", ") .. ") end"))()
+  end
+  return callers[n]
+end
+
 local function new_plan(self, kind, ins, outs, streams)
   check_lists(self, ins, outs)
   if kind == "oneshot" then
@@ -282,7 +294,7 @@ local function new_plan(self, kind, ins, outs, streams)
     cute.set_device(self.devices[r])
     plan.launchers[r] = k:launch{ grid = grid, block = M.THREADS, stream = streams[r] }
     plan.args[r] = M.args(kind, r - 1, 0, dt, ins, outs, self.sigs)
-    plan.args[r].n = #plan.args[r]
+    plan.call = caller(#plan.args[r])
   end
   return plan
 end
@@ -309,7 +321,7 @@ function AR:run(kind, ins, outs, streams)
     cute.set_device(self.devices[r])
     local a = plan.args[r]
     a[plan.epoch_at] = epoch
-    plan.launchers[r](unpack(a, 1, a.n))
+    plan.call(plan.launchers[r], a)
   end
   cute.set_device(self.devices[1])
 end
