@@ -24,6 +24,7 @@ local M = {}
 M.MAX_RANKS = 8
 M.MAX_BLOCKS = 1024 -- flags per (barrier, source rank): block b of every rank owns one
 M.THREADS = 512
+M.TIMEOUT_S = 20     -- a barrier that waits longer traps (a message from the GPU first)
 local BARRIERS = 2   -- 0: start, 1: end
 M.SIG_WORDS = BARRIERS * M.MAX_RANKS * M.MAX_BLOCKS
 
@@ -44,9 +45,17 @@ local function barrier(sigs, world, rank, which, epoch)
     if p ~= rank then
       cute.if_then(cute.eq(tid, p), function()
         cute.arch.st_release(sigs[p + 1], flag_at(which, rank, bid), epoch, "sys")
+        local start = cute.arch.globaltimer()
         cute.while_(function()
           return cute.ne(cute.arch.ld_acquire(sigs[rank + 1], flag_at(which, p, bid), "sys"), epoch)
-        end, function() end)
+        end, function()
+          -- a peer that never arrives (no peer access, a mismatched call) is an error, not a hang
+          cute.if_then(cute.gt(cute.arch.globaltimer() - start, M.TIMEOUT_S * 1e9), function()
+            cute.printf("allreduce_peer: rank %d block %d waited %d s for rank %d at barrier %d (epoch %u)\n",
+              rank, bid, M.TIMEOUT_S, p, which, epoch)
+            cute.arch.trap()
+          end)
+        end)
       end)
     end
   end

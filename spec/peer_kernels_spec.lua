@@ -123,6 +123,16 @@ describe("the peer all-reduce kernels (examples/allreduce_peer.lua)", function()
     assert.is_true(has(p, "%ctaid.x"), p)
   end)
 
+  it("a barrier that waits longer than TIMEOUT_S prints which and traps (no hang)", function()
+    local p = AR.compile("twoshot", cute.float32, 4096, 2, 1, "sm_90a").ptx
+    assert.is_true(count(p, "mov%.u64%s+%%rd%d+, %%globaltimer;") >= 2, p) -- the start and each poll
+    -- elapsed > TIMEOUT_S s, compiled as elapsed < TIMEOUT_S * 1e9 + 1 (or <=)
+    local limit = tonumber(p:match("setp%.l[te]%.u64[^\n]*, (%d+);"))
+    assert.is_true(limit == AR.TIMEOUT_S * 1e9 or limit == AR.TIMEOUT_S * 1e9 + 1, p)
+    assert.is_true(has(p, "trap;"), p)
+    assert.is_true(count(p, "call%.uni %(retval0%),%s*vprintf") >= 2, p)
+  end)
+
   it("only rank 0's two-shot kernel has the scalar tail; the one-shot's every rank", function()
     local scalar_ld = "ld%.global%.nc%.f32"
     assert.is_true(count(AR.compile("twoshot", cute.float32, 1001, 2, 0).ptx, scalar_ld) == 2)
