@@ -367,5 +367,7 @@ end
 require("cute.nvgpu_arch").install(arch)
 -- Hopper: mbarriers, fences, elect, named barriers, setmaxnreg, clusters, bulk copies: cute.nvgpu_sm90
 require("cute.nvgpu_sm90").install(arch)
+-- acquire / release / relaxed / volatile flag loads and stores, fences: cute.nvgpu_sys
+require("cute.nvgpu_sys").install(arch)
 
 return M
