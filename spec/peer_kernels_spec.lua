@@ -170,9 +170,11 @@ describe("allreduce_peer's host side on a stub driver (no GPU)", function()
   local dev_now = 0
   driver.cute_cuda_set_device = function(i) dev_now = i; return 0 end
   driver.cute_cuda_get_device = function(out) out[0] = dev_now; return 0 end
+  driver.cute_cuda_device_count = function(out) out[0] = 2; return 0 end
+  -- (the real cute.enable_peer_access over the stub: the launch's device check accepts the peers then)
+  driver.cute_cuda_can_access_peer = function(_, _, out) out[0] = 1; return 0 end
+  driver.cute_cuda_enable_peer_access = function(dev, peer) enabled[#enabled + 1] = dev .. "->" .. peer; return 0 end
   local fakes = {
-    can_access_peer = function() return true end,
-    enable_peer_access = function(peer, dev) enabled[#enabled + 1] = dev .. "->" .. peer end,
     zeros = function(shape, dt, opts) return fake_tensor(shape[1], dt, opts.device) end,
     stream = function(opts) return { handle = ffi.cast("void*", 0x1000 + opts.device), device = opts.device } end,
     device = function() return { sm_count = 132 } end,
