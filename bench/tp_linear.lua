@@ -18,7 +18,8 @@ local TP = ex.load("tp_linear")
 
 local function list(s, default)
   local out = {}
-  for x in (s or default):gmatch("[^,]+") do out[#out + 1] = assert(tonumber(x), "bench/tp_linear.lua: " .. s) end
+  s = s or default
+  for x in s:gmatch("[^,]+") do out[#out + 1] = assert(tonumber(x), "bench/tp_linear.lua: not a number list: " .. s) end
   return out
 end
 local m, n, k = tonumber(arg[1]) or 4096, tonumber(arg[2]) or 8192, tonumber(arg[3]) or 16384

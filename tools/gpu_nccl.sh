@@ -59,15 +59,25 @@ done
 wait
 [ -e "$idf" ] && echo "NCCL_RANKS FAIL rank=0: the id file $idf was not removed" >> "$O/nccl_env_ranks.log"
 
-# 3. Open MPI's variables, the id in CUTE_NCCL_ID (made by a third process)
-id=$($BIN -e 'io.write(require("cute").nccl.unique_id():hex())')
+# 3. Open MPI's variables, the id in CUTE_NCCL_ID, made by a third process
+# that stays alive until both ranks are done (NCCL's bootstrap root runs in the
+# process that made the id: docs/NCCL.md)
+idd=$(mktemp -d)
+IDD=$idd $BIN -e 'local d = os.getenv("IDD"); local f = io.open(d .. "/id.tmp", "w")
+  f:write(require("cute").nccl.unique_id():hex()); f:close(); os.rename(d .. "/id.tmp", d .. "/id")
+  while not io.open(d .. "/done") do os.execute("sleep 0.1") end' &
+maker=$!
+i=0; while [ ! -s "$idd/id" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+id=$(cat "$idd/id" 2>/dev/null)
 : > "$O/nccl_mpi_env.log"
 for r in 0 1; do
   env -u RANK -u WORLD_SIZE -u LOCAL_RANK OMPI_COMM_WORLD_RANK=$r OMPI_COMM_WORLD_SIZE=2 \
     OMPI_COMM_WORLD_LOCAL_RANK=$r CUTE_NCCL_ID=$id timeout 150 $BIN spec/data/nccl_ranks.lua \
     >> "$O/nccl_mpi_env.log" 2>&1 &
 done
-wait
+wait_ranks() { for p in $(jobs -p); do [ "$p" != "$maker" ] && wait "$p"; done; }
+wait_ranks
+: > "$idd/done"; wait "$maker"; rm -rf "$idd"
 echo "== summary"
 for f in nccl_torchrun nccl_env_ranks nccl_mpi_env; do
   echo "$f: $(grep -c 'NCCL_RANKS PASS' "$O/$f.log") PASS, $(grep -c 'NCCL_RANKS FAIL' "$O/$f.log") FAIL"
