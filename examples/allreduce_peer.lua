@@ -304,6 +304,13 @@ local function new_plan(self, kind, ins, outs, streams)
     plan.launchers[r] = k:launch{ grid = grid, block = M.THREADS, stream = streams[r] }
     plan.args[r] = M.args(kind, r - 1, 0, dt, ins, outs, self.sigs)
     plan.call = caller(#plan.args[r])
+    -- every rank's kernel compiled and loaded (cuModuleGetFunction included)
+    -- before any rank launches: a module load may wait for the devices that
+    -- map its memory to go idle (CUDA's lazy loading hazard), and rank 0's
+    -- kernel spins until rank 1's runs -- a first call that loaded rank 1's
+    -- kernel after launching rank 0's hung until the barrier's timeout on the
+    -- 2-GPU host
+    k:entry(unpack(plan.args[r]))
   end
   return plan
 end
