@@ -9,6 +9,7 @@ busbw = bytes * 2 (n - 1) / n / time (nccl-tests' definition).
 import os
 import sys
 
+import time
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -27,9 +28,19 @@ def iters_for(nbytes):
 
 
 def time_us(fn, iters, world):
-    for _ in range(max(3, iters // 5)):
-        fn()
-    torch.cuda.synchronize()
+    # warm-up: batches of 8 calls until every rank has warmed for 100 ms (as
+    # allreduce_peer.time_us; the ranks agree through a MIN all-reduce, so each
+    # makes the same number of collective calls)
+    t0 = time.perf_counter()
+    flag = torch.zeros(1, device="cuda")
+    while True:
+        for _ in range(8):
+            fn()
+        torch.cuda.synchronize()
+        flag.fill_(1.0 if time.perf_counter() - t0 >= 0.1 else 0.0)
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+        if flag.item() == 1.0:
+            break
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
     for _ in range(REPS):

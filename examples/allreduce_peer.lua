@@ -352,7 +352,7 @@ end
 -- fn() enqueues one operation on every device's stream; the time of a batch
 -- of `iters` calls is measured with events on each device's stream and the
 -- slowest device counts; returns the median over `reps` batches, in
--- microseconds per call.  (The same method times NCCL and these kernels.)
+-- microseconds per call, after a warm-up of at least 100 ms.  (The same method times NCCL and these kernels.)
 function M.time_us(devices, streams, fn, iters, reps)
   iters, reps = iters or 50, reps or 7
   local e0, e1 = {}, {}
@@ -360,7 +360,12 @@ function M.time_us(devices, streams, fn, iters, reps)
     e0[k], e1[k] = cute.event{ device = d }, cute.event{ device = d }
   end
   local function sync() for _, s in ipairs(streams) do s:synchronize() end end
-  for _ = 1, math.max(3, iters / 5) do fn() end -- warm-up (and compile)
+  -- warm-up (and compile): at least 3 calls and 100 ms, synchronised
+  local t0, calls = cute.now_us(), 0
+  repeat
+    fn(); calls = calls + 1
+    if calls % 8 == 0 then sync() end
+  until calls >= 3 and cute.now_us() - t0 >= 1e5
   sync()
   local times = {}
   for rep = 1, reps do
