@@ -7,11 +7,21 @@
 --   Hopper GEMM of examples/gemm_sm90.lua) and all-reduces Y (bf16, NCCL sum through
 --   cute.nccl), so every GPU ends with the whole Y.
 -- Overlap: M is split into `chunks` row blocks (separate tensors); chunk i's GEMM runs
--- on each GPU's compute stream, an event recorded after it makes the comm stream
--- wait, and chunk i is all-reduced there while chunk i+1 computes.  At the end the
--- compute stream waits for the comm stream (the next call may reuse Y).
--- Optionally the GEMM leaves `reserve_sms` SMs to NCCL's kernels (its persistent grid
--- is otherwise every SM, and NCCL's blocks would wait for whole GEMM kernels).
+-- on a compute stream, an event recorded after it makes the comm stream wait, and
+-- chunk i is all-reduced there while chunk i+1 computes.  At the end the first compute
+-- stream waits for the others (the next call may reuse Y).  What makes it overlap
+-- (opts of overlapped / gemm_only; M_.BEST is the default):
+--   grid = "tiles": the GEMM's grid is one cluster per tile (not persistent), so SMs free
+--     up tile by tile and NCCL's blocks get them; "persistent": one CTA per SM (or fewer:
+--     `reserve` SMs left free), each walking several tiles, so an NCCL kernel that finds
+--     every SM taken waits for a whole GEMM kernel.  The persistent grid is balanced: as
+--     few clusters as give the same waves (tiles per cluster) over the SMs left.
+--   streams = 2: chunks alternate between two compute streams, so chunk i+1's blocks
+--     fill the SMs that chunk i's last wave leaves idle (one stream: chunk i+1 waits for
+--     chunk i's slowest tile).
+--   comm_priority = true: the comm streams have the device's most urgent priority
+--     (cute.stream{priority =}): the block scheduler gives NCCL's blocks the next free
+--     SMs before the GEMM's waiting blocks.
 --   cuteluajit examples/tp_linear.lua [M] [N] [K] [chunks]     (default 4096 8192 16384 4)
 local cute = require("cute")
 local ex = dofile((arg[0]:match("(.*/)") or "./") .. "common.lua")
@@ -19,18 +29,21 @@ local ffi = require("ffi")
 
 local M_ = {}
 local bf16 = cute.bfloat16
+M_.BEST = { grid = "tiles", streams = 2, comm_priority = true }
 
 local Layer = {}
 Layer.__index = Layer
 
 -- M_.new(devices, m, n, k, chunks): random X chunks and W on each device, zero Y
--- chunks, two streams per device, the communicators
+-- chunks, per device two compute streams, a comm stream of the most urgent priority
+-- and one of the default priority, the communicators
 function M_.new(devices, m, n, k, chunks)
   local G = #devices
   if k % (8 * G) ~= 0 then error(("tp_linear: K = %d must be a multiple of 8 x %d GPUs"):format(k, G)) end
   if m % chunks ~= 0 then error(("tp_linear: M = %d is not a multiple of chunks = %d"):format(m, chunks)) end
   local self = setmetatable({ devices = devices, m = m, n = n, k = k, kd = k / G, chunks = chunks, mc = m / chunks,
-    x = {}, wt = {}, y = {}, compute = {}, comm = {}, ev = {}, done = {} }, Layer)
+    x = {}, wt = {}, y = {}, compute = {}, compute2 = {}, comm = {}, comm_low = {}, ev = {}, done = {}, join2 = {},
+    start = {}, launches = {} }, Layer)
   -- one GEMM library for every device (its kernels keep one binary per device)
   self.gemm_lib = ex.load("gemm_sm90").make_gemm{}
   for d, dev in ipairs(devices) do
@@ -42,28 +55,63 @@ function M_.new(devices, m, n, k, chunks)
       self.ev[d][c] = cute.event{ device = dev, timing = false }
     end
     self.wt[d] = cute.from_host(ex.rand_floats(n * self.kd), bf16, { n, self.kd }, { device = dev })
-    self.compute[d], self.comm[d] = cute.stream{ device = dev }, cute.stream{ device = dev }
-    self.done[d] = cute.event{ device = dev, timing = false }
+    local _, urgent = cute.stream_priority_range(dev)
+    self.compute[d], self.compute2[d] = cute.stream{ device = dev }, cute.stream{ device = dev }
+    self.comm[d] = cute.stream{ device = dev, priority = urgent }
+    self.comm_low[d] = cute.stream{ device = dev }
+    for _, e in ipairs({ "done", "join2", "start" }) do self[e][d] = cute.event{ device = dev, timing = false } end
   end
+  self.sm_count = cute.device(devices[1]).sm_count
   cute.set_device(devices[1])
   self.comms = cute.nccl.init_all(devices)
   return self
 end
 
--- chunk c's partial GEMM on device d, on `stream`; clusters: the GEMM's persistent
--- grid (nil: every SM)
+-- chunk c's partial GEMM on device d, on `stream`; clusters: the GEMM's grid (nil: the
+-- library's, one cluster per 2 SMs).  The launcher and its arguments are made once
+-- per (device, chunk, stream, grid) and kept: the loop only launches.
 function Layer:gemm(d, c, stream, clusters)
   cute.set_device(self.devices[d])
-  local k, cfg, ta, mA, tb, mB, y, al, be = self.gemm_lib.args(self.x[d][c], self.wt[d], self.y[d][c], 1, 0, clusters)
-  cfg.stream = stream
-  k:launch(cfg)(ta, mA, tb, mB, y, al, be)
+  local key = ("%d:%d:%s:%s"):format(d, c, tostring(stream.handle), tostring(clusters))
+  local l = self.launches[key]
+  if not l then
+    local k, cfg, ta, mA, tb, mB, y, al, be = self.gemm_lib.args(self.x[d][c], self.wt[d], self.y[d][c], 1, 0,
+      clusters)
+    cfg.stream = stream
+    l = { k:launch(cfg), ta, mA, tb, mB, y, al, be, grid = cfg.grid }
+    self.launches[key] = l
+  end
+  l[1](l[2], l[3], l[4], l[5], l[6], l[7], l[8])
 end
 
--- the GEMM's clusters with `reserve` SMs left free (nil: all)
-function Layer:clusters(reserve)
-  if not reserve or reserve == 0 then return nil end
-  local cm = self.gemm_lib.cfg.cluster_m
-  return math.max(1, math.floor((cute.device(self.devices[1]).sm_count - reserve) / cm))
+-- clusters (2 x 1 CTAs) of tiles in one chunk's GEMM
+function Layer:cluster_tiles()
+  local cfg = self.gemm_lib.cfg
+  return math.ceil(math.ceil(self.mc / cfg.bm) / cfg.cluster_m) * math.ceil(self.n / cfg.bn)
+end
+
+-- the GEMM's grid for opts (see the top): clusters (nil: the library's default) and
+-- waves (tiles per cluster, the most any cluster takes)
+function Layer:grid(opts)
+  local tiles, cm = self:cluster_tiles(), self.gemm_lib.cfg.cluster_m
+  if opts.grid == "tiles" then
+    local cl = math.min(tiles, 65535)
+    return cl, math.ceil(tiles / cl)
+  end
+  if opts.grid ~= nil and opts.grid ~= "persistent" then
+    error(("tp_linear: grid = %s: \"tiles\" or \"persistent\""):format(tostring(opts.grid)))
+  end
+  local reserve = opts.reserve
+  if not reserve then return nil, math.ceil(tiles / math.min(tiles, math.floor(self.sm_count / cm))) end
+  local avail = math.max(1, math.floor((self.sm_count - reserve) / cm))
+  local waves = math.ceil(tiles / avail)
+  return math.ceil(tiles / waves), waves
+end
+
+-- opts: a table (see the top), a reserve (number) or nil (the library's grid, one stream)
+local function options(opts)
+  if type(opts) == "number" then return { grid = "persistent", reserve = opts } end
+  return opts or {}
 end
 
 -- chunk c's all-reduce (in place) on every device's comm stream (or `streams`)
@@ -71,15 +119,6 @@ function Layer:all_reduce(c, streams)
   cute.nccl.group(function()
     for d = 1, #self.devices do self.comms[d]:all_reduce(self.y[d][c], nil, "sum", (streams or self.comm)[d]) end
   end)
-end
-
--- every chunk's GEMM, on the compute streams
-function Layer:gemm_only(reserve)
-  local cl = self:clusters(reserve)
-  for c = 1, self.chunks do
-    for d = 1, #self.devices do self:gemm(d, c, self.compute[d], cl) end
-  end
-  cute.set_device(self.devices[1])
 end
 
 -- every chunk's all-reduce, on the comm streams
@@ -96,28 +135,67 @@ function Layer:sequential()
   cute.set_device(self.devices[1])
 end
 
--- overlapped: chunk c's all-reduce on the comm streams after chunk c's GEMM,
--- while the compute streams go on with chunk c + 1; ends joined on the compute streams
-function Layer:overlapped(reserve)
-  local cl = self:clusters(reserve)
-  for c = 1, self.chunks do
-    for d = 1, #self.devices do
-      self:gemm(d, c, self.compute[d], cl)
-      self.ev[d][c]:record(self.compute[d])
-      self.comm[d]:wait(self.ev[d][c])
+-- the pipeline (the top; opts nil: M_.BEST, a number: a persistent grid leaving that
+-- many SMs, one compute stream); opts.comm == false: the GEMMs alone (gemm_only).
+-- opts.trace[d] = { gemm = {event per chunk}, comm = {...} } (timing events of
+-- device d): recorded after each chunk's GEMM and all-reduce
+function Layer:overlapped(opts)
+  opts = opts == nil and M_.BEST or options(opts)
+  local G, two, tr = #self.devices, opts.streams == 2, opts.trace
+  local comm = opts.comm_priority == false and self.comm_low or self.comm
+  local with_comm = opts.comm ~= false
+  local cl = self:grid(opts)
+  if two then -- the second compute stream starts after everything before the call
+    for d = 1, G do
+      cute.set_device(self.devices[d])
+      self.start[d]:record(self.compute[d])
+      self.compute2[d]:wait(self.start[d])
     end
-    self:all_reduce(c)
   end
-  for d = 1, #self.devices do
+  for c = 1, self.chunks do
+    for d = 1, G do
+      local s = (two and c % 2 == 0) and self.compute2[d] or self.compute[d]
+      self:gemm(d, c, s, cl)
+      if tr and tr[d] then tr[d].gemm[c]:record(s) end
+      if with_comm then
+        self.ev[d][c]:record(s)
+        comm[d]:wait(self.ev[d][c])
+      end
+    end
+    if with_comm then
+      self:all_reduce(c, comm)
+      for d = 1, G do
+        if tr and tr[d] then cute.set_device(self.devices[d]); tr[d].comm[c]:record(comm[d]) end
+      end
+    end
+  end
+  for d = 1, G do
     cute.set_device(self.devices[d])
-    self.done[d]:record(self.comm[d])
-    self.compute[d]:wait(self.done[d])
+    if with_comm then
+      self.done[d]:record(comm[d])
+      self.compute[d]:wait(self.done[d])
+    end
+    if two then
+      self.join2[d]:record(self.compute2[d])
+      self.compute[d]:wait(self.join2[d])
+    end
   end
   cute.set_device(self.devices[1])
 end
 
+-- every chunk's GEMM (opts as overlapped's, or a reserve; nil: the library's grid,
+-- one compute stream)
+function Layer:gemm_only(opts)
+  local o = {}
+  for key, v in pairs(options(opts)) do o[key] = v end
+  o.comm = false
+  self:overlapped(o)
+end
+
 function Layer:synchronize()
-  for d = 1, #self.devices do self.compute[d]:synchronize(); self.comm[d]:synchronize() end
+  for d = 1, #self.devices do
+    for _, s in ipairs({ self.compute, self.compute2, self.comm, self.comm_low }) do s[d]:synchronize() end
+  end
 end
 
 -- Y on device d as bf16 bit patterns, chunk after chunk (uint16 arrays)
@@ -188,12 +266,21 @@ L:synchronize()
 local ref = L:y_host(1)
 ex.check(("tp_linear sequential %dx%dx%d over %d GPUs vs host"):format(m, n, k, #devices), L:host_error(ref, 4, 16),
   1e-2)
-for d = 1, #L.devices do L.y[d][1]:fill(0 / 0) end -- poison one chunk: the overlapped run must write it
-L:overlapped()
-L:synchronize()
-for d = 1, #devices do
-  local bad = L:differences(ref, L:y_host(d))
-  print(("tp_linear overlapped, device %d: %d elements differ from the sequential result"):format(devices[d], bad))
-  if bad ~= 0 then os.exit(1) end
+-- every way the benchmark runs the pipeline must give the sequential result bit for bit
+-- (one chunk poisoned with NaN first: the overlapped run must write it)
+local modes = { { "default (M_.BEST)", nil }, { "persistent, reserve 16, one stream", 16 },
+  { "tiles, one stream, default-priority comm", { grid = "tiles", comm_priority = false } },
+  { "persistent, all SMs, two streams", { grid = "persistent", reserve = 0, streams = 2 } } }
+for _, mode in ipairs(modes) do
+  for d = 1, #L.devices do L.y[d][1]:fill(0 / 0) end
+  L:synchronize()
+  L:overlapped(mode[2])
+  L:synchronize()
+  for d = 1, #devices do
+    local bad = L:differences(ref, L:y_host(d))
+    print(("tp_linear overlapped (%s), device %d: %d elements differ from the sequential result"):format(mode[1],
+      devices[d], bad))
+    if bad ~= 0 then os.exit(1) end
+  end
 end
 print("tp_linear: OK")

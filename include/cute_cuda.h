@@ -162,6 +162,12 @@ int cute_cuda_format_error(int cuda_result, const char *call, cute_err *err);
 /* ---- streams and events ------------------------------------------------ */
 int cute_cuda_stream_create(void **out, unsigned flags, cute_err *err);
 int cute_cuda_stream_destroy(void *stream, cute_err *err);
+/* A stream of the current device with a scheduling priority (cuStreamCreateWithPriority:
+   a lower number is a higher priority; the driver clamps it into the range below). */
+int cute_cuda_stream_create_priority(void **out, unsigned flags, int priority, cute_err *err);
+/* The current device's stream priorities (cuCtxGetStreamPriorityRange): *least (e.g. 0,
+   the default) and *greatest (e.g. -5, the most urgent). */
+int cute_cuda_stream_priority_range(int *least, int *greatest, cute_err *err);
 int cute_cuda_stream_synchronize(void *stream, cute_err *err);
 /* *done = 1 if all work on the stream has completed, 0 if not yet. */
 int cute_cuda_stream_query(void *stream, int *done, cute_err *err);

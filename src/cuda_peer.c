@@ -1,7 +1,8 @@
 /*
  * cuda_peer.c -- several devices in one process and between processes: peer
  * access between primary contexts, copies across devices, the device of a
- * pointer, and CUDA IPC memory handles.  The driver table and the primary
+ * pointer, CUDA IPC memory handles, and streams with a priority (the scheduler runs the
+ * blocks of a higher-priority stream's kernels first).  The driver table and the primary
  * contexts come from cuda.c (cute_cuda_table_, cute_cuda_primary_ctx_).
  */
 #include "core.h"
@@ -163,4 +164,32 @@ int cute_cuda_ipc_close_handle(uint64_t ptr, cute_err *err) {
   char call[64];
   snprintf(call, sizeof call, "cuIpcCloseMemHandle(0x%llx)", (unsigned long long)ptr);
   return cute_cuda_format_error(r, call, err);
+}
+
+/* ---- stream priorities (the current device; streams of a chosen device go through
+   cute.stream's on_device) ---------------------------------------------------- */
+int cute_cuda_stream_create_priority(void **out, unsigned flags, int priority, cute_err *err) {
+  const struct cute_cu_table *cu;
+  int s = with_ctx(&cu, err);
+  if (s) return s;
+  if (!out) return cute_err_setf(err, CUTE_E_ARG, "cute_cuda_stream_create_priority: out is NULL");
+  CUstream st = NULL;
+  CUresult r = cu->StreamCreateWithPriority(&st, flags, priority);
+  if (r) {
+    char call[80];
+    snprintf(call, sizeof call, "cuStreamCreateWithPriority(flags %u, priority %d)", flags, priority);
+    return cute_cuda_format_error(r, call, err);
+  }
+  *out = st;
+  return CUTE_OK;
+}
+
+int cute_cuda_stream_priority_range(int *least, int *greatest, cute_err *err) {
+  const struct cute_cu_table *cu;
+  int s = with_ctx(&cu, err);
+  if (s) return s;
+  if (!least || !greatest)
+    return cute_err_setf(err, CUTE_E_ARG, "cute_cuda_stream_priority_range: an out pointer is NULL");
+  CUresult r = cu->CtxGetStreamPriorityRange(least, greatest);
+  return r ? cute_cuda_format_error(r, "cuCtxGetStreamPriorityRange", err) : CUTE_OK;
 }

@@ -131,6 +131,10 @@ enum {
   X(MemsetD32Async, cuMemsetD32Async, cuMemsetD32Async, 1, \
     (CUdeviceptr dst, unsigned int v, size_t n, CUstream stream)) \
   X(StreamCreate, cuStreamCreate, cuStreamCreate, 1, (CUstream *pstream, unsigned int flags)) \
+  X(StreamCreateWithPriority, cuStreamCreateWithPriority, cuStreamCreateWithPriority, 1, \
+    (CUstream *pstream, unsigned int flags, int priority)) \
+  X(CtxGetStreamPriorityRange, cuCtxGetStreamPriorityRange, cuCtxGetStreamPriorityRange, 1, \
+    (int *least, int *greatest)) \
   X(StreamDestroy, cuStreamDestroy_v2, cuStreamDestroy_v2, 1, (CUstream stream)) \
   X(StreamSynchronize, cuStreamSynchronize, cuStreamSynchronize, 1, (CUstream stream)) \
   X(StreamQuery, cuStreamQuery, cuStreamQuery, 1, (CUstream stream)) \

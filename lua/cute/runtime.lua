@@ -169,16 +169,37 @@ function Stream:destroy()
   end
 end
 
--- cute.stream{non_blocking = true, device = i}: a new stream of device i
--- (default: the current one; s.device), destroyed when collected or by
--- s:destroy().  cute.default_stream is the legacy NULL stream (no device:
--- the current one's).
+-- cute.stream{non_blocking = true, device = i, priority = p}: a new stream of
+-- device i (default: the current one; s.device), destroyed when collected or by
+-- s:destroy().  priority (an integer; s.priority): cuStreamCreateWithPriority,
+-- lower is more urgent, the driver clamps it into cute.stream_priority_range(i);
+-- without it cuStreamCreate (priority 0).  cute.default_stream is the legacy
+-- NULL stream (no device: the current one's).
 function M.stream(opts)
   local flags = (opts and opts.non_blocking) and C.CUTE_CU_STREAM_NON_BLOCKING or 0
   local dev = M.check_device(opts and opts.device, "cute.stream")
+  local prio = opts and opts.priority
+  if prio ~= nil and (type(prio) ~= "number" or prio ~= floor(prio) or math.abs(prio) >= 2 ^ 31) then
+    argerror("cute.stream", "priority %s is not an integer (lower is more urgent: cute.stream_priority_range())",
+      tostring(prio))
+  end
   local out = voidpp()
-  check(M.on_device(dev, M._driver.cute_cuda_stream_create, out, flags, err))
-  return setmetatable({ handle = ffi.gc(out[0], destroyer("cute_cuda_stream_destroy", dev)), device = dev }, Stream)
+  if prio == nil then
+    check(M.on_device(dev, M._driver.cute_cuda_stream_create, out, flags, err))
+  else
+    check(M.on_device(dev, M._driver.cute_cuda_stream_create_priority, out, flags, prio, err))
+  end
+  return setmetatable({ handle = ffi.gc(out[0], destroyer("cute_cuda_stream_destroy", dev)), device = dev,
+    priority = prio }, Stream)
+end
+
+-- cute.stream_priority_range([device]) -> least, greatest: device i's stream
+-- priorities (cuCtxGetStreamPriorityRange; e.g. 0, -5: -5 is the most urgent)
+function M.stream_priority_range(i)
+  local dev = M.check_device(i, "cute.stream_priority_range")
+  local least, greatest = intp(), intp()
+  check(M.on_device(dev, M._driver.cute_cuda_stream_priority_range, least, greatest, err))
+  return least[0], greatest[0]
 end
 
 M.default_stream = setmetatable({ handle = nil }, Stream)
@@ -250,7 +271,8 @@ local driver_names = { "cute_cuda_module_load", "cute_cuda_module_unload", "cute
   "cute_cuda_set_device", "cute_cuda_get_device", "cute_cuda_device_count",
   -- memory, streams and events of a chosen device; peer access and IPC (cute.peer)
   "cute_cuda_malloc", "cute_cuda_free", "cute_cuda_memset_d8", "cute_cuda_memcpy_htod",
-  "cute_cuda_stream_create", "cute_cuda_stream_destroy", "cute_cuda_event_create", "cute_cuda_event_destroy",
+  "cute_cuda_stream_create", "cute_cuda_stream_create_priority", "cute_cuda_stream_priority_range",
+  "cute_cuda_stream_destroy", "cute_cuda_event_create", "cute_cuda_event_destroy",
   "cute_cuda_can_access_peer", "cute_cuda_enable_peer_access", "cute_cuda_memcpy_peer_async",
   "cute_cuda_stream_synchronize", "cute_cuda_pointer_device",
   "cute_cuda_ipc_get_handle", "cute_cuda_ipc_open_handle", "cute_cuda_ipc_close_handle" }
