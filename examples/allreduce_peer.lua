@@ -333,12 +333,23 @@ function AR:run(kind, ins, outs, streams)
   local plan = plan_of(self, kind, ins, outs, streams or self.streams)
   self.epoch = self.epoch % 0xfffffffe + 1 -- 1 .. 2^32 - 2 (the flags start at 0)
   local epoch = cute.Uint32(self.epoch)
+  -- no garbage collection between the ranks' launches: a finalizer that frees
+  -- a dead tensor (cuMemFree waits for its device to go idle) would wait for
+  -- rank 0's kernel, which waits for rank 1's launch -- a hang until the
+  -- barrier's timeout, seen on the 2-GPU host
+  local gc_was_on = collectgarbage("isrunning")
+  if gc_was_on then collectgarbage("stop") end
   for r = 1, self.world do
     cute.set_device(self.devices[r])
     local a = plan.args[r]
     a[plan.epoch_at] = epoch
-    plan.call(plan.launchers[r], a)
+    local ok, e = pcall(plan.call, plan.launchers[r], a)
+    if not ok then
+      if gc_was_on then collectgarbage("restart") end
+      error(e, 0)
+    end
   end
+  if gc_was_on then collectgarbage("restart") end
   cute.set_device(self.devices[1])
 end
 

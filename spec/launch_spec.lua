@@ -336,3 +336,24 @@ describe("f16 and bf16 scalar parameters", function()
     assert.is_true(nan ~= nan)
   end)
 end)
+
+describe("switching the driver through cute.runtime", function()
+  it("reaches the generated launchers too (a launcher made under a stand-in never calls it afterwards)", function()
+    local k = cute.kernel(function(X) X[cute.arch.thread_idx()] = 1.0 end, { name = "driver_switch" })
+    local X = dev(0x100000, 32)
+    k:launch{ grid = 1, block = 32 }(X) -- (the launcher for 1 argument is made under `driver`)
+    assert.equal(1, #stub.launches)
+    local other = {}
+    for name, f in pairs(driver) do other[name] = f end
+    local seen = 0
+    other.cute_cuda_launch = function() seen = seen + 1; return 0 end
+    rt._use_driver(other) -- (the runtime's switch, as a spec that stubs only cute.runtime does)
+    k:launch{ grid = 1, block = 32 }(X) -- (a miss: the device is asked again)
+    k:launch{ grid = 1, block = 32 }(X) -- (a hit: the generated launcher)
+    rt._use_driver(driver)
+    k:launch{ grid = 1, block = 32 }(X)
+    k:launch{ grid = 1, block = 32 }(X)
+    assert.equal(2, seen)
+    assert.equal(3, #stub.launches)
+  end)
+end)

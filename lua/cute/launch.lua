@@ -410,8 +410,8 @@ local function fast_launcher(n) return fast_launchers[n] or make_fast_launcher(n
 
 -- Tests and benchmarks: route the driver calls of loads and launches to a
 -- stub (runtime.lua M._use_driver describes it); nil restores the driver.
-function M._use_driver(d)
-  rt._use_driver(d)
+function M._use_driver(d) rt._use_driver(d) end
+rt._driver_listeners[#rt._driver_listeners + 1] = function()
   for n in pairs(fast_launchers) do fast_launchers[n] = nil end
 end
 

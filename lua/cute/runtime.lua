@@ -319,6 +319,7 @@ end
 
 -- d: a table of replacements for some of driver_names, plus optionally
 -- available() (the launch path's "is there a GPU"); nil restores the driver.
+M._driver_listeners = {}
 function M._use_driver(d)
   if d == nil then drv = C
   else
@@ -328,6 +329,10 @@ function M._use_driver(d)
   M._driver = drv
   M.context.device = false
   M.peer_enabled = {}
+  -- (code generated with the driver table as an upvalue, e.g. launch.lua's
+  -- launchers, is dropped: a launcher made under a stand-in must not reach it
+  -- after the switch)
+  for _, f in ipairs(M._driver_listeners) do f() end
 end
 
 -- A loaded module's handle unloads through the driver that loaded it when
