@@ -70,13 +70,14 @@ maker=$!
 i=0; while [ ! -s "$idd/id" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 id=$(cat "$idd/id" 2>/dev/null)
 : > "$O/nccl_mpi_env.log"
+pids=""
 for r in 0 1; do
   env -u RANK -u WORLD_SIZE -u LOCAL_RANK OMPI_COMM_WORLD_RANK=$r OMPI_COMM_WORLD_SIZE=2 \
     OMPI_COMM_WORLD_LOCAL_RANK=$r CUTE_NCCL_ID=$id timeout 150 $BIN spec/data/nccl_ranks.lua \
     >> "$O/nccl_mpi_env.log" 2>&1 &
+  pids="$pids $!"
 done
-wait_ranks() { for p in $(jobs -p); do [ "$p" != "$maker" ] && wait "$p"; done; }
-wait_ranks
+for p in $pids; do wait "$p"; done
 : > "$idd/done"; wait "$maker"; rm -rf "$idd"
 echo "== summary"
 for f in nccl_torchrun nccl_env_ranks nccl_mpi_env; do
