@@ -39,6 +39,8 @@ void cute_cpu_prog_free(cute_cpu_prog *p);
 /* bytes of static shared memory the kernel declares, and its parameter count */
 int cute_cpu_prog_static_smem(const cute_cpu_prog *p);
 int cute_cpu_prog_nparams(const cute_cpu_prog *p);
+/* bytes of dynamic shared memory the kernel's IR asks for (its dynsmem=) */
+int cute_cpu_prog_dyn_smem(const cute_cpu_prog *p);
 
 /* Run the program over grid (gx, gy, gz) x block (bx, by, bz) with smem
    bytes of dynamic shared memory; params[j] points at parameter j's value

@@ -59,6 +59,7 @@ void cute_cpu_prog_free(cute_cpu_prog *p) { prog_free(p); }
 
 int cute_cpu_prog_static_smem(const cute_cpu_prog *p) { return p ? (int)p->static_smem : 0; }
 int cute_cpu_prog_nparams(const cute_cpu_prog *p) { return p ? p->nparams : 0; }
+int cute_cpu_prog_dyn_smem(const cute_cpu_prog *p) { return p ? p->f->dynsmem : 0; }
 uint64_t cute_cpu_prog_executed(const cute_cpu_prog *p) { return p ? p->executed : 0; }
 
 /* the regions: jump targets of openers and markers, and each instruction's
