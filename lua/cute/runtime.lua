@@ -87,7 +87,7 @@ local devices = {}
 function M.device(i)
   if i == nil then
     local v = intp()
-    check(C.cute_cuda_get_device(v, err))
+    check(M._driver.cute_cuda_get_device(v, err))
     i = v[0]
   end
   if type(i) ~= "number" or i ~= floor(i) or i < 0 then
@@ -95,7 +95,7 @@ function M.device(i)
   end
   if devices[i] then return devices[i] end
   local p = ffi.new("cute_cuda_device_info")
-  check(C.cute_cuda_device_props(i, p, err))
+  check(M._driver.cute_cuda_device_props(i, p, err))
   local d = setmetatable({
     ordinal = i, name = ffi.string(p.name),
     cc = { major = p.cc_major, minor = p.cc_minor, p.cc_major, p.cc_minor },
@@ -258,7 +258,7 @@ local driver_names = { "cute_cuda_module_load", "cute_cuda_module_unload", "cute
   "cute_cuda_memcpy_htod_async", "cute_cuda_memcpy_dtoh", "cute_cuda_memcpy_dtoh_async", "cute_cuda_memcpy_dtod",
   "cute_cuda_memcpy_dtod_async", "cute_cuda_memset_d16", "cute_cuda_memset_d32", "cute_cuda_synchronize",
   "cute_cuda_stream_query", "cute_cuda_stream_wait_event", "cute_cuda_event_record", "cute_cuda_event_synchronize",
-  "cute_cuda_event_query", "cute_cuda_event_elapsed_ms" }
+  "cute_cuda_event_query", "cute_cuda_event_elapsed_ms", "cute_cuda_device_props" }
 local drv = C
 M._driver = C
 

@@ -44,6 +44,20 @@ local function set_err(e, code, msg)
 end
 local function copy(dst, src, bytes) ffi.copy(addr(dst), addr(src), bytes); return 0 end
 
+local event_time = {}
+local function key(h) return tonumber(ffi.cast("uintptr_t", h)) end
+-- what cute.device(0) reports on the CPU target (the limits the engine keeps:
+-- 1024 threads a block; shared memory is host memory)
+local device_info = {
+  name = "cuteluajit CPU target (IR interpreter)", ordinal = 0, cc_major = 8, cc_minor = 0, sm_count = 1,
+  warp_size = 32, max_threads_per_block = 1024, max_block_dim = { 1024, 1024, 64 },
+  max_grid_dim = { 2147483647, 65535, 65535 }, max_threads_per_sm = 1024, max_blocks_per_sm = 1,
+  regs_per_block = 65536, regs_per_sm = 65536, smem_per_block = 49152, smem_per_block_optin = 232448,
+  smem_per_sm = 233472, smem_reserved_per_block = 0, const_mem = 65536, l2_size = 0, clock_khz = 0,
+  mem_clock_khz = 0, mem_bus_width = 0, cluster_launch = 0, integrated = 1, pci_bus_id = 0, pci_device_id = 0,
+  total_mem = 0,
+}
+
 -- the host's driver: memory, copies, streams, events, the launch
 local driver = {
   available = function() return true end,
@@ -62,10 +76,26 @@ local driver = {
   cute_cuda_stream_create = handle, cute_cuda_stream_destroy = ok, cute_cuda_stream_synchronize = ok,
   cute_cuda_stream_query = function(_, done) done[0] = 1; return 0 end,
   cute_cuda_stream_wait_event = ok,
-  cute_cuda_event_create = handle, cute_cuda_event_destroy = ok, cute_cuda_event_synchronize = ok,
+  cute_cuda_event_create = handle, cute_cuda_event_synchronize = ok,
+  cute_cuda_event_destroy = function(h) event_time[key(h)] = nil; return 0 end,
   cute_cuda_event_query = function(_, done) done[0] = 1; return 0 end,
-  cute_cuda_event_record = ok,
-  cute_cuda_event_elapsed_ms = function(_, _, ms) ms[0] = 0; return 0 end,
+  -- launches run when they are made: an event's time is when it is recorded
+  cute_cuda_event_record = function(h) event_time[key(h)] = C.cute_cuda_now_us(); return 0 end,
+  cute_cuda_event_elapsed_ms = function(h0, h1, ms, e)
+    local t0, t1 = event_time[key(h0)], event_time[key(h1)]
+    if not t0 or not t1 then return set_err(e, C.CUTE_E_STATE, "cute (cpu target): elapsed_ms of an event never recorded") end
+    ms[0] = (t1 - t0) / 1e3
+    return 0
+  end,
+  cute_cuda_device_props = function(i, p, e)
+    if i ~= 0 then return set_err(e, C.CUTE_E_ARG, ("cute (cpu target): device %d does not exist (the CPU target has device 0)"):format(i)) end
+    ffi.fill(p, ffi.sizeof(p))
+    local f = device_info
+    ffi.copy(p.name, f.name)
+    for k, v in pairs(f) do if k ~= "name" and k ~= "max_block_dim" and k ~= "max_grid_dim" then p[k] = v end end
+    for d = 0, 2 do p.max_block_dim[d] = f.max_block_dim[d + 1]; p.max_grid_dim[d] = f.max_grid_dim[d + 1] end
+    return 0
+  end,
   cute_cuda_synchronize = ok,
   cute_cuda_get_device = function(out) out[0] = 0; return 0 end,
   cute_cuda_set_device = function(i, e)
