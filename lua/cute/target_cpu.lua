@@ -18,6 +18,8 @@ local rt = require("cute.runtime")
 
 local M = {}
 M.active = false -- the process is on the CPU target
+-- where a launch's cute.printf output goes (after the launch, in thread order)
+M.write = function(s) io.stdout:write(s) end
 
 pcall(ffi.cdef, [[
 void *aligned_alloc(size_t alignment, size_t size);
@@ -109,7 +111,7 @@ local driver = {
     local st = C.cute_cpu_launch(fn, gx, gy, gz, bx, by, bz, smem, stream, params, e)
     local n = ffi.new("size_t[1]")
     local out = C.cute_cpu_take_output(fn, n)
-    if out ~= nil then io.stdout:write(ffi.string(out, n[0])) end
+    if out ~= nil then M.write(ffi.string(out, n[0])) end
     return st
   end,
 }
