@@ -16,8 +16,7 @@ local cf = require("cute.ffi")
 local C = cf.C
 local rt = require("cute.runtime")
 
-local M = {}
-M.active = false -- the process is on the CPU target
+local M = {} -- M.active: the process is on the CPU target (below)
 -- where a launch's cute.printf output goes (after the launch, in thread order)
 M.write = function(s) io.stdout:write(s) end
 
@@ -120,6 +119,11 @@ driver.cute_cuda_launch_cluster = function(fn, gx, gy, gz, bx, by, bz, _, _, _, 
 end
 M.driver = driver
 
+-- Is the host driver the one in use?  (A test that swaps in a stub driver,
+-- or restores the GPU's, takes the process off the CPU target.)
+local function in_use() return rt._driver.cute_cuda_launch == driver.cute_cuda_launch end
+setmetatable(M, { __index = function(_, k) if k == "active" then return in_use() end end })
+
 -- Put the process on the CPU target (why: nil when chosen explicitly, else
 -- the reason it was chosen, announced once on stderr).
 local announced = false
@@ -131,14 +135,12 @@ function M.install(why)
       "CUTE_TARGET=cpu chooses it, CUTE_TARGET=gpu turns this off)\n"):format(tostring(why)))
   end
   require("cute.kernel")._use_driver(driver)
-  M.active = true
 end
 
 -- Back to the GPU driver (tests).
 function M.uninstall()
   if not M.active then return end
   require("cute.kernel")._use_driver(nil)
-  M.active = false
 end
 
 -- At load (cute/init.lua): CUTE_TARGET=cpu, or no GPU and CUTE_TARGET unset.
@@ -156,7 +158,10 @@ end
 function M.need()
   if M.active or not M.auto then return end
   local yes, why = rt.available()
-  if not yes then M.install(why or "no CUDA driver") end
+  if not yes then
+    M.auto = false -- (once: a test that later restores the GPU driver keeps it)
+    M.install(why or "no CUDA driver")
+  end
 end
 
 -- cute.kernel's option target: "cpu" or "gpu"
