@@ -71,10 +71,13 @@ M.row_major = row_major_strides
 -- "cute_cuda_free", or "cute_cuda_ipc_close_handle" for a handle opened here.
 local function releaser(name, dev)
   local f = rt._driver[name]
+  local cpu = package.loaded["cute.target_cpu"]
+  local host = cpu and cpu.driver[name] == f -- (the CPU target's host memory: no device context to switch)
   return function(cell, e)
     local p = cell[0]
     if p == 0 then return 0 end
     cell[0] = 0
+    if host then return f(p, e) end
     return rt.on_device(dev, f, p, e)
   end
 end

@@ -309,6 +309,7 @@ function M._use_driver(d)
     for _, name in ipairs(driver_names) do drv[name] = d[name] or C[name] end
   end
   M._driver = drv
+  for i in pairs(devices) do devices[i] = nil end -- (cute.device's descriptions come from the driver)
   M.context.device = false
   M.peer_enabled = {}
 end

@@ -20,11 +20,8 @@ local M = {} -- M.active: the process is on the CPU target (below)
 -- where a launch's cute.printf output goes (after the launch, in thread order)
 M.write = function(s) io.stdout:write(s) end
 
-pcall(ffi.cdef, [[
-void *aligned_alloc(size_t alignment, size_t size);
-void free(void *p);
-void *memset(void *s, int c, size_t n);
-]])
+pcall(ffi.cdef, "void *memset(void *s, int c, size_t n);")
+local owned = {} -- address of a host allocation -> the cdata holding it
 
 local function addr(p) return ffi.cast("void *", ffi.cast("uintptr_t", p)) end
 local function ok() return 0 end
@@ -62,13 +59,19 @@ local device_info = {
 -- the host's driver: memory, copies, streams, events, the launch
 local driver = {
   available = function() return true end,
+  -- host memory: LuaJIT-owned bytes, 256-byte aligned, held by `owned` until freed
   cute_cuda_malloc = function(cell, bytes, e)
-    local p = C.aligned_alloc(256, math.max(256, math.ceil(tonumber(bytes) / 256) * 256))
-    if p == nil then return set_err(e, C.CUTE_E_NOMEM, ("cute (cpu target): out of host memory (%d bytes)"):format(tonumber(bytes))) end
-    cell[0] = ffi.cast("uintptr_t", p)
+    local ok, buf = pcall(ffi.new, "uint8_t[?]", tonumber(bytes) + 256)
+    if not ok then
+      return set_err(e, C.CUTE_E_NOMEM, ("cute (cpu target): out of host memory (%d bytes)"):format(tonumber(bytes)))
+    end
+    local a = ffi.cast("uint64_t", ffi.cast("uintptr_t", buf))
+    a = a + (256 - a % 256) % 256
+    owned[tonumber(a)] = buf
+    cell[0] = a
     return 0
   end,
-  cute_cuda_free = function(p) C.free(addr(p)); return 0 end,
+  cute_cuda_free = function(p) owned[tonumber(ffi.cast("uint64_t", p))] = nil; return 0 end,
   cute_cuda_memset_d8 = function(p, v, n) C.memset(addr(p), v, n); return 0 end,
   cute_cuda_memset_d16 = function(p, v, n) return fill_n(p, v, n, 2) end,
   cute_cuda_memset_d32 = function(p, v, n) return fill_n(p, v, n, 4) end,
@@ -140,6 +143,9 @@ end
 -- Back to the GPU driver (tests).
 function M.uninstall()
   if not M.active then return end
+  -- host tensors no longer reachable are freed now, through the host driver
+  -- (a finalizer that runs later goes through the GPU driver's context switch)
+  collectgarbage(); collectgarbage()
   require("cute.kernel")._use_driver(nil)
 end
 
@@ -156,7 +162,7 @@ end
 
 -- Before an allocation or a launch: the automatic choice when there is no GPU.
 function M.need()
-  if M.active or not M.auto then return end
+  if M.active or not M.auto or rt._driver ~= C then return end -- (a stub driver in use: left alone)
   local yes, why = rt.available()
   if not yes then
     M.auto = false -- (once: a test that later restores the GPU driver keeps it)
