@@ -168,6 +168,7 @@ end
 
 -- true when a GPU is usable; otherwise prints why (examples then compile only)
 function M.gpu()
+  if require("cute.target_cpu").active then return true end -- (CUTE_TARGET=cpu: run on the CPU target)
   local ok, why = cute.available()
   if not ok then
     print("no GPU here (" .. tostring(why) .. "): compiling only")

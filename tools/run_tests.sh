@@ -44,6 +44,9 @@ count_plain() { # programs printing their own "N passed, N failed" last line
 }
 
 BUSTED="/usr/bin/busted -o plainTerminal --defer-print"
+# the specs test the no-GPU errors and swap in stub drivers: no automatic CPU target
+# (spec/cpu_target_spec.lua installs it itself; docs/CPU_TARGET.md)
+export CUTE_TARGET=gpu
 if [ "${TEST_ONLY:-}" != asan ]; then
   count_busted "specs" $B/cuteluajit $BUSTED spec
   ORACLE=${CUTE_ORACLE:-spec/data/layout_public.jsonl}

@@ -81,6 +81,7 @@ function M.device_arch(ordinal)
     ordinal = rt.context.device
     if type(ordinal) ~= "number" or ordinal < 0 then ordinal = 0 end
   end
+  if device_archs._driver ~= rt._driver then device_archs = { _driver = rt._driver } end -- (a driver swap: asked again)
   local c = device_archs[ordinal]
   if c == nil then
     c = false

@@ -36,6 +36,7 @@ local tensor = require("cute.tensor")
 local arch = require("cute.arch")
 local kernel = require("cute.kernel")
 local runtime = require("cute.runtime")
+require("cute.target_cpu").startup() -- CUTE_TARGET, or the CPU target when there is no GPU
 
 merge(layout)
 merge(require("cute.smem_atom")) -- make_smem_layout_atom, SmemLayoutAtomKind

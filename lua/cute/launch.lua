@@ -166,6 +166,8 @@ end
 M.load_entry = load_entry
 
 local function build(self, args, nargs)
+  local cpu = require("cute.target_cpu") -- the CPU target: the IR goes to its interpreter
+  if cpu.uses_cpu(self) then return cpu.build(self, args, nargs, make_writer) end
   local ok, why = available()
   if not ok then
     cf.fail(("cute.kernel %s: cannot launch without a GPU (%s); k:compile(args) and k:ir(args) work " ..
@@ -235,6 +237,7 @@ end
 -- the call is checked (count, kinds, device addresses) and the kernel traced,
 -- compiled and loaded for its signature and overlap pattern.
 local function get_entry(self, args, nargs)
+  require("cute.target_cpu").need() -- (no GPU: the CPU target, chosen before the device's cache is)
   local root = device_root(self)
   local e = sp.find(root, args, nargs)
   if e then return e end

@@ -71,10 +71,13 @@ M.row_major = row_major_strides
 -- "cute_cuda_free", or "cute_cuda_ipc_close_handle" for a handle opened here.
 local function releaser(name, dev)
   local f = rt._driver[name]
+  local cpu = package.loaded["cute.target_cpu"]
+  local host = cpu and cpu.driver[name] == f -- (the CPU target's host memory: no device context to switch)
   return function(cell, e)
     local p = cell[0]
     if p == 0 then return 0 end
     cell[0] = 0
+    if host then return f(p, e) end
     return rt.on_device(dev, f, p, e)
   end
 end
@@ -87,6 +90,7 @@ function M.is_tensor(x) return getmetatable(x) == Tensor end
 
 -- opts: nil or { device = i } (default: the current device)
 local function alloc(shape, dtype, fname, opts)
+  require("cute.target_cpu").need() -- (no GPU: host memory of the CPU target)
   local shp, n = check_shape(shape, fname)
   dtype = to_dtype(dtype, fname)
   if opts ~= nil and type(opts) ~= "table" then
@@ -394,18 +398,18 @@ function Tensor:copy_from(src, stream)
       return self
     end
     if sh then
-      check(C.cute_cuda_memcpy_dtod_async(self.ptr, src.ptr, self._bytes, sh, err))
+      check(rt._driver.cute_cuda_memcpy_dtod_async(self.ptr, src.ptr, self._bytes, sh, err))
     else
-      check(rt.on_device(self.device, C.cute_cuda_memcpy_dtod, self.ptr, src.ptr, self._bytes, err))
+      check(rt.on_device(self.device, rt._driver.cute_cuda_memcpy_dtod, self.ptr, src.ptr, self._bytes, err))
     end
     return self
   end
   local buf, anchor = host_data(src, self.dtype, nil, self._n, fname)
   if not buf then argerror(fname, "source is a %s, not a tensor, table or ffi array", type(src)) end
   if sh then
-    check(C.cute_cuda_memcpy_htod_async(self.ptr, buf, self._bytes, sh, err))
+    check(rt._driver.cute_cuda_memcpy_htod_async(self.ptr, buf, self._bytes, sh, err))
   else
-    check(rt.on_device(self.device, C.cute_cuda_memcpy_htod, self.ptr, buf, self._bytes, err))
+    check(rt.on_device(self.device, rt._driver.cute_cuda_memcpy_htod, self.ptr, buf, self._bytes, err))
   end
   local _ = anchor
   return self
@@ -427,9 +431,9 @@ function Tensor:to_host(out, stream)
   end
   local sh = stream_handle(stream, fname)
   if sh then
-    check(C.cute_cuda_memcpy_dtoh_async(out, self.ptr, self._bytes, sh, err))
+    check(rt._driver.cute_cuda_memcpy_dtoh_async(out, self.ptr, self._bytes, sh, err))
   else
-    check(rt.on_device(self.device, C.cute_cuda_memcpy_dtoh, out, self.ptr, self._bytes, err))
+    check(rt.on_device(self.device, rt._driver.cute_cuda_memcpy_dtoh, out, self.ptr, self._bytes, err))
   end
   return out
 end
@@ -462,13 +466,13 @@ function Tensor:fill(value)
     if b[0] ~= b[1] then
       argerror(fname, "a 64-bit fill needs equal halves (0 or -1 for integers); use copy_from")
     end
-    f, v, n = C.cute_cuda_memset_d32, b[0], self._n * 2
+    f, v, n = rt._driver.cute_cuda_memset_d32, b[0], self._n * 2
   elseif size == 4 then
-    f, v, n = C.cute_cuda_memset_d32, ffi.cast("uint32_t *", one)[0], self._n
+    f, v, n = rt._driver.cute_cuda_memset_d32, ffi.cast("uint32_t *", one)[0], self._n
   elseif size == 2 then
-    f, v, n = C.cute_cuda_memset_d16, ffi.cast("uint16_t *", one)[0], self._n
+    f, v, n = rt._driver.cute_cuda_memset_d16, ffi.cast("uint16_t *", one)[0], self._n
   else
-    f, v, n = C.cute_cuda_memset_d8, ffi.cast("uint8_t *", one)[0], self._n
+    f, v, n = rt._driver.cute_cuda_memset_d8, ffi.cast("uint8_t *", one)[0], self._n
   end
   check(rt.on_device(self.device, f, self.ptr, v, n, nil, 0, err))
   return self

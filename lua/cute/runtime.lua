@@ -72,7 +72,7 @@ function Device:__tostring()
 end
 -- Make this device current in the calling thread.
 function Device:set() M.set_device(self.ordinal) return self end
-function Device:synchronize() self:set() check(C.cute_cuda_synchronize(err)) end
+function Device:synchronize() self:set() check(M._driver.cute_cuda_synchronize(err)) end
 -- A raw CUdevice_attribute (number) of this device.
 function Device:attribute(attr)
   local v = intp()
@@ -87,7 +87,7 @@ local devices = {}
 function M.device(i)
   if i == nil then
     local v = intp()
-    check(C.cute_cuda_get_device(v, err))
+    check(M._driver.cute_cuda_get_device(v, err))
     i = v[0]
   end
   if type(i) ~= "number" or i ~= floor(i) or i < 0 then
@@ -95,7 +95,7 @@ function M.device(i)
   end
   if devices[i] then return devices[i] end
   local p = ffi.new("cute_cuda_device_info")
-  check(C.cute_cuda_device_props(i, p, err))
+  check(M._driver.cute_cuda_device_props(i, p, err))
   local d = setmetatable({
     ordinal = i, name = ffi.string(p.name),
     cc = { major = p.cc_major, minor = p.cc_minor, p.cc_major, p.cc_minor },
@@ -128,7 +128,7 @@ function M.set_device(i)
 end
 
 -- Wait for all work on the current device.
-function M.synchronize() check(C.cute_cuda_synchronize(err)) end
+function M.synchronize() check(M._driver.cute_cuda_synchronize(err)) end
 
 -- free, total bytes of the current device.
 function M.mem_info()
@@ -151,15 +151,15 @@ end
 local Stream = {}
 Stream.__index = Stream
 Stream.__tostring = function(s) return ("cute.stream(%s)"):format(tostring(s.handle)) end
-function Stream:synchronize() check(C.cute_cuda_stream_synchronize(self.handle, err)) end
+function Stream:synchronize() check(M._driver.cute_cuda_stream_synchronize(self.handle, err)) end
 -- true if all work queued so far has finished.
 function Stream:query()
   local d = intp()
-  check(C.cute_cuda_stream_query(self.handle, d, err))
+  check(M._driver.cute_cuda_stream_query(self.handle, d, err))
   return d[0] == 1
 end
 -- Later work on this stream waits for `ev` (an event).
-function Stream:wait(ev) check(C.cute_cuda_stream_wait_event(self.handle, ev.handle, err)) end
+function Stream:wait(ev) check(M._driver.cute_cuda_stream_wait_event(self.handle, ev.handle, err)) end
 function Stream:destroy()
   local h = self.handle
   if h ~= nil then
@@ -216,13 +216,13 @@ local Event = {}
 Event.__index = Event
 Event.__tostring = function(e) return ("cute.event(%s)"):format(tostring(e.handle)) end
 function Event:record(stream)
-  check(C.cute_cuda_event_record(self.handle, stream_handle(stream, "event:record"), err))
+  check(M._driver.cute_cuda_event_record(self.handle, stream_handle(stream, "event:record"), err))
   return self
 end
-function Event:synchronize() check(C.cute_cuda_event_synchronize(self.handle, err)) end
+function Event:synchronize() check(M._driver.cute_cuda_event_synchronize(self.handle, err)) end
 function Event:query()
   local d = intp()
-  check(C.cute_cuda_event_query(self.handle, d, err))
+  check(M._driver.cute_cuda_event_query(self.handle, d, err))
   return d[0] == 1
 end
 -- Milliseconds from `start` (recorded earlier) to this event.
@@ -253,9 +253,9 @@ function M.elapsed_ms(e0, e1)
   if getmetatable(e0) ~= Event or getmetatable(e1) ~= Event then
     argerror("cute.elapsed_ms", "expects two cute.event objects, got %s and %s", type(e0), type(e1))
   end
-  check(C.cute_cuda_event_synchronize(e1.handle, err))
+  check(M._driver.cute_cuda_event_synchronize(e1.handle, err))
   local ms = floatp()
-  check(C.cute_cuda_event_elapsed_ms(e0.handle, e1.handle, ms, err))
+  check(M._driver.cute_cuda_event_elapsed_ms(e0.handle, e1.handle, ms, err))
   return ms[0]
 end
 
@@ -275,7 +275,12 @@ local driver_names = { "cute_cuda_module_load", "cute_cuda_module_unload", "cute
   "cute_cuda_stream_destroy", "cute_cuda_event_create", "cute_cuda_event_destroy",
   "cute_cuda_can_access_peer", "cute_cuda_enable_peer_access", "cute_cuda_memcpy_peer_async",
   "cute_cuda_stream_synchronize", "cute_cuda_pointer_device",
-  "cute_cuda_ipc_get_handle", "cute_cuda_ipc_open_handle", "cute_cuda_ipc_close_handle" }
+  "cute_cuda_ipc_get_handle", "cute_cuda_ipc_open_handle", "cute_cuda_ipc_close_handle",
+  -- host transfers, synchronisation and events (the CPU target's host memory: cute.target_cpu)
+  "cute_cuda_memcpy_htod_async", "cute_cuda_memcpy_dtoh", "cute_cuda_memcpy_dtoh_async", "cute_cuda_memcpy_dtod",
+  "cute_cuda_memcpy_dtod_async", "cute_cuda_memset_d16", "cute_cuda_memset_d32", "cute_cuda_synchronize",
+  "cute_cuda_stream_query", "cute_cuda_stream_wait_event", "cute_cuda_event_record", "cute_cuda_event_synchronize",
+  "cute_cuda_event_query", "cute_cuda_event_elapsed_ms", "cute_cuda_device_props" }
 local drv = C
 M._driver = C
 
@@ -327,6 +332,7 @@ function M._use_driver(d)
     for _, name in ipairs(driver_names) do drv[name] = d[name] or C[name] end
   end
   M._driver = drv
+  for i in pairs(devices) do devices[i] = nil end -- (cute.device's descriptions come from the driver)
   M.context.device = false
   M.peer_enabled = {}
   -- (code generated with the driver table as an upvalue, e.g. launch.lua's

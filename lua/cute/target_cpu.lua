@@ -1,0 +1,215 @@
+-- cute.target_cpu: the CPU execution target (docs/CPU_TARGET.md).
+--
+-- Kernels run on the host through the IR interpreter of src/cpu_exec.c:
+-- the traced kernel's IR is handed to the engine instead of LLVM/PTX, and
+-- launches keep CUDA's semantics (grids, blocks, 32-lane warps in lock-step,
+-- barriers, shared memory, atomics, printf).  Chosen by
+--   cute.kernel(f, {target = "cpu"}),  CUTE_TARGET=cpu,  or automatically
+--   when there is no GPU (announced once on stderr; CUTE_TARGET=gpu keeps
+--   the GPU path and its "no GPU" errors).
+-- In CPU mode the runtime's driver seam (runtime.lua M._use_driver) points
+-- at the host: device tensors are host memory behind the same API
+-- (cute.empty, zeros, from_host, to_host, copy_from, fill), device 0 is the
+-- CPU, streams and events are no-ops (work runs when it is launched).
+local ffi = require("ffi")
+local cf = require("cute.ffi")
+local C = cf.C
+local rt = require("cute.runtime")
+
+local M = {} -- M.active: the process is on the CPU target (below)
+-- where a launch's cute.printf output goes (after the launch, in thread order)
+M.write = function(s) io.stdout:write(s) end
+
+pcall(ffi.cdef, "void *memset(void *s, int c, size_t n);")
+local owned = {} -- address of a host allocation -> the cdata holding it
+
+local function addr(p) return ffi.cast("void *", ffi.cast("uintptr_t", p)) end
+local function ok() return 0 end
+local next_handle = 0x1000
+local function handle(out) next_handle = next_handle + 16; out[0] = ffi.cast("void *", next_handle); return 0 end
+local function fill_n(dst, v, n, size)
+  local p = ffi.cast(size == 2 and "uint16_t *" or "uint32_t *", ffi.cast("uintptr_t", dst))
+  for i = 0, tonumber(n) - 1 do p[i] = v end
+  return 0
+end
+-- a driver failure: code and message in e (a cute_err[1] or nil)
+local function set_err(e, code, msg)
+  if e ~= nil then
+    e[0].code = code
+    ffi.copy(e[0].msg, msg:sub(1, 1000))
+  end
+  return code
+end
+local function copy(dst, src, bytes) ffi.copy(addr(dst), addr(src), bytes); return 0 end
+
+local event_time = {}
+local function key(h) return tonumber(ffi.cast("uintptr_t", h)) end
+-- what cute.device(0) reports on the CPU target (the limits the engine keeps:
+-- 1024 threads a block; shared memory is host memory)
+local device_info = {
+  name = "cuteluajit CPU target (IR interpreter)", ordinal = 0, cc_major = 8, cc_minor = 0, sm_count = 1,
+  warp_size = 32, max_threads_per_block = 1024, max_block_dim = { 1024, 1024, 64 },
+  max_grid_dim = { 2147483647, 65535, 65535 }, max_threads_per_sm = 1024, max_blocks_per_sm = 1,
+  regs_per_block = 65536, regs_per_sm = 65536, smem_per_block = 49152, smem_per_block_optin = 232448,
+  smem_per_sm = 233472, smem_reserved_per_block = 0, const_mem = 65536, l2_size = 0, clock_khz = 0,
+  mem_clock_khz = 0, mem_bus_width = 0, cluster_launch = 0, integrated = 1, pci_bus_id = 0, pci_device_id = 0,
+  total_mem = 0,
+}
+
+-- the host's driver: memory, copies, streams, events, the launch
+local driver = {
+  available = function() return true end,
+  -- host memory: LuaJIT-owned bytes, 256-byte aligned, held by `owned` until freed
+  cute_cuda_malloc = function(cell, bytes, e)
+    local ok, buf = pcall(ffi.new, "uint8_t[?]", tonumber(bytes) + 256)
+    if not ok then
+      return set_err(e, C.CUTE_E_NOMEM, ("cute (cpu target): out of host memory (%d bytes)"):format(tonumber(bytes)))
+    end
+    local a = ffi.cast("uint64_t", ffi.cast("uintptr_t", buf))
+    a = a + (256 - a % 256) % 256
+    owned[tonumber(a)] = buf
+    cell[0] = a
+    return 0
+  end,
+  cute_cuda_free = function(p) owned[tonumber(ffi.cast("uint64_t", p))] = nil; return 0 end,
+  cute_cuda_memset_d8 = function(p, v, n) C.memset(addr(p), v, n); return 0 end,
+  cute_cuda_memset_d16 = function(p, v, n) return fill_n(p, v, n, 2) end,
+  cute_cuda_memset_d32 = function(p, v, n) return fill_n(p, v, n, 4) end,
+  cute_cuda_memcpy_htod = copy, cute_cuda_memcpy_dtoh = copy, cute_cuda_memcpy_dtod = copy,
+  cute_cuda_memcpy_htod_async = copy, cute_cuda_memcpy_dtoh_async = copy, cute_cuda_memcpy_dtod_async = copy,
+  cute_cuda_stream_create = handle, cute_cuda_stream_destroy = ok, cute_cuda_stream_synchronize = ok,
+  cute_cuda_stream_query = function(_, done) done[0] = 1; return 0 end,
+  cute_cuda_stream_wait_event = ok,
+  cute_cuda_event_create = handle, cute_cuda_event_synchronize = ok,
+  cute_cuda_event_destroy = function(h) event_time[key(h)] = nil; return 0 end,
+  cute_cuda_event_query = function(_, done) done[0] = 1; return 0 end,
+  -- launches run when they are made: an event's time is when it is recorded
+  cute_cuda_event_record = function(h) event_time[key(h)] = C.cute_cuda_now_us(); return 0 end,
+  cute_cuda_event_elapsed_ms = function(h0, h1, ms, e)
+    local t0, t1 = event_time[key(h0)], event_time[key(h1)]
+    if not t0 or not t1 then return set_err(e, C.CUTE_E_STATE, "cute (cpu target): elapsed_ms of an event never recorded") end
+    ms[0] = (t1 - t0) / 1e3
+    return 0
+  end,
+  cute_cuda_device_props = function(i, p, e)
+    if i ~= 0 then return set_err(e, C.CUTE_E_ARG, ("cute (cpu target): device %d does not exist (the CPU target has device 0)"):format(i)) end
+    ffi.fill(p, ffi.sizeof(p))
+    local f = device_info
+    ffi.copy(p.name, f.name)
+    for k, v in pairs(f) do if k ~= "name" and k ~= "max_block_dim" and k ~= "max_grid_dim" then p[k] = v end end
+    for d = 0, 2 do p.max_block_dim[d] = f.max_block_dim[d + 1]; p.max_grid_dim[d] = f.max_grid_dim[d + 1] end
+    return 0
+  end,
+  cute_cuda_synchronize = ok,
+  cute_cuda_get_device = function(out) out[0] = 0; return 0 end,
+  cute_cuda_set_device = function(i, e)
+    if i == 0 then return 0 end
+    return set_err(e, C.CUTE_E_ARG, ("cute (cpu target): device %d does not exist (the CPU target has device 0)"):format(i))
+  end,
+  cute_cuda_device_count = function(out) out[0] = 1; return 0 end,
+  cute_cuda_pointer_device = function(_, out) out[0] = 0; return 0 end,
+  cute_cuda_func_set_max_dynamic_smem = ok,
+  cute_cuda_launch = function(fn, gx, gy, gz, bx, by, bz, smem, stream, params, e)
+    local st = C.cute_cpu_launch(fn, gx, gy, gz, bx, by, bz, smem, stream, params, e)
+    local n = ffi.new("size_t[1]")
+    local out = C.cute_cpu_take_output(fn, n)
+    if out ~= nil then M.write(ffi.string(out, n[0])) end
+    return st
+  end,
+}
+driver.cute_cuda_launch_cluster = function(fn, gx, gy, gz, bx, by, bz, _, _, _, smem, stream, params, e)
+  return driver.cute_cuda_launch(fn, gx, gy, gz, bx, by, bz, smem, stream, params, e)
+end
+M.driver = driver
+
+-- Is the host driver the one in use?  (A test that swaps in a stub driver,
+-- or restores the GPU's, takes the process off the CPU target.)
+local function in_use() return rt._driver.cute_cuda_launch == driver.cute_cuda_launch end
+setmetatable(M, { __index = function(_, k) if k == "active" then return in_use() end end })
+
+-- Put the process on the CPU target (why: nil when chosen explicitly, else
+-- the reason it was chosen, announced once on stderr).
+local announced = false
+function M.install(why)
+  if M.active then return end
+  if why and not announced then
+    announced = true
+    io.stderr:write(("cute: no GPU (%s): kernels run on the CPU target (an interpreter of the kernel IR; " ..
+      "CUTE_TARGET=cpu chooses it, CUTE_TARGET=gpu turns this off)\n"):format(tostring(why)))
+  end
+  require("cute.kernel")._use_driver(driver)
+end
+
+-- Back to the GPU driver (tests).
+function M.uninstall()
+  if not M.active then return end
+  -- host tensors no longer reachable are freed now, through the host driver
+  -- (a finalizer that runs later goes through the GPU driver's context switch)
+  collectgarbage(); collectgarbage()
+  require("cute.kernel")._use_driver(nil)
+end
+
+-- At load (cute/init.lua): CUTE_TARGET=cpu, or no GPU and CUTE_TARGET unset.
+function M.startup()
+  local env = os.getenv("CUTE_TARGET")
+  if env == "cpu" then M.install(nil)
+  elseif env ~= nil and env ~= "" and env ~= "gpu" then
+    cf.fail(("cute: CUTE_TARGET=%s: expected cpu or gpu"):format(env))
+  elseif env == nil or env == "" then
+    M.auto = true -- (chosen at the first allocation or launch without a GPU: M.need)
+  end
+end
+
+-- Before an allocation or a launch: the automatic choice when there is no GPU.
+function M.need()
+  if M.active or not M.auto or rt._driver ~= C then return end -- (a stub driver in use: left alone)
+  local yes, why = rt.available()
+  if not yes then
+    M.auto = false -- (once: a test that later restores the GPU driver keeps it)
+    M.install(why or "no CUDA driver")
+  end
+end
+
+-- cute.kernel's option target: "cpu" or "gpu"
+function M.check_target(v)
+  if v ~= "cpu" and v ~= "gpu" then
+    cf.fail(("cute.kernel: option target must be \"cpu\" or \"gpu\", got %s"):format(tostring(v)))
+  end
+end
+
+-- Does kernel k run on the CPU target?  (On a process with a GPU, a kernel
+-- asking for target = "cpu" is an error in this version: its tensors are
+-- GPU memory.)
+function M.uses_cpu(k)
+  local want = k.opts and k.opts.target
+  if want == "cpu" and not M.active then
+    local yes = rt.available()
+    if yes and rt._driver == C then
+      cf.fail(("cute (cpu target): kernel %s: target = \"cpu\" in a process that uses the GPU is not supported " ..
+        "yet (device tensors are GPU memory): run with CUTE_TARGET=cpu"):format(k.name))
+    end
+    M.install(nil)
+  end
+  if M.active and want == "gpu" then
+    cf.fail(("cute.kernel %s: target = \"gpu\", but the process is on the CPU target (%s)"):format(k.name,
+      os.getenv("CUTE_TARGET") == "cpu" and "CUTE_TARGET=cpu" or "no GPU"))
+  end
+  return M.active
+end
+
+-- The launch entry of kernel k for args (launch.lua's build on the CPU
+-- target): traced as for the GPU, the IR prepared by the engine, the
+-- parameters written by the same writer as a GPU launch's.
+function M.build(k, args, nargs, make_writer)
+  local ir, plan = k:trace(unpack(args, 1, nargs))
+  local out = ffi.new("cute_cpu_prog *[1]")
+  if C.cute_cpu_prog_new(ir, k.name, out, cf.err) ~= 0 then cf.fail(ffi.string(cf.err[0].msg)) end
+  local prog = ffi.gc(out[0], C.cute_cpu_prog_free)
+  local slots, params, ptrs, fill = make_writer(plan, nargs, 0, k.name, k.param_names)
+  k.last_build = { image = "cpu" }
+  return { fn = prog, prog = prog, ir = ir, params = params, slots = slots, plan = plan, ptrs = ptrs, fill = fill,
+    n = #plan, max_dyn_smem = 2 ^ 31, dyn_smem = C.cute_cpu_prog_dyn_smem(prog), block_check = plan.block_check,
+    arch = "cpu" }
+end
+
+return M

@@ -1,0 +1,104 @@
+/* cpu.h -- internal: the CPU target's interpreter (include/cute_cpu.h).
+ * cpu_exec.c: preparation, structured control flow by masks, barriers, the
+ * grid; cpu_ops.c: arithmetic, compares, conversions, math, bits, vectors;
+ * cpu_mem.c: memory, special registers, warp ops, atomics, printf.
+ *
+ * Values: every SSA value has a slot of 32 lanes, lane t's bytes at
+ * slot + t * size (size: the type's bytes), so a warp-wide op is one loop
+ * over 32 * elements.  Constants are pre-splatted slots shared by all warps;
+ * pure ops compute every lane (inactive lanes' results are never read:
+ * values are visible only inside their region); side effects (stores,
+ * vset, atomics, printf, asserts) and loads honour the active mask. */
+#ifndef CUTE_CPU_INTERNAL_H
+#define CUTE_CPU_INTERNAL_H
+
+#include "cute_cpu.h"
+#include "ir.h"
+#include <stdint.h>
+
+#define CPU_LANES 32
+#define CPU_MAXDEPTH 128
+
+typedef struct cpu_ins {
+  uint16_t op;
+  uint8_t sk;      /* scalar kind (CUTE_T_*) of the result's elements (0: none) */
+  uint8_t ak;      /* scalar kind of operand 0's elements */
+  uint8_t bk;      /* scalar kind of operand 1's elements */
+  int32_t nel;     /* elements per lane of the result (vector lanes; 1 scalar) */
+  int32_t size;    /* result bytes per lane */
+  int32_t asize;   /* operand 0's bytes per lane */
+  int32_t bsize;   /* operand 1's bytes per lane */
+  int32_t a[3];    /* the first three operands */
+  int32_t nargs;
+  int32_t jump;    /* IF: its ELSE or END; ELSE: END; FOR: END; WHILE: DO; DO: END */
+  int32_t skip;    /* where a warp goes when no lane of this region is left: the region's closer */
+  int64_t aux;     /* gep: element bytes; shared/local: offset; for: 1 when counting down */
+  int64_t imm, imm2;
+  int32_t ref;     /* the IR ref (the instruction's own index) */
+} cpu_ins;
+
+typedef struct cpu_frame {
+  int32_t opener;  /* index of the IF / FOR / WHILE */
+  int32_t loop;    /* the enclosing loop frame (-1 none) */
+  uint32_t saved;  /* mask at entry */
+  uint32_t other;  /* IF: the else lanes; loops: lanes still iterating */
+  uint32_t brk, cont;
+} cpu_frame;
+
+enum { CPU_RUN = 0, CPU_WAIT = 1, CPU_DONE = 2 };
+
+typedef struct cpu_warp {
+  int32_t pc;
+  uint32_t mask, exited, all;
+  int state, bar_id, bar_count;
+  int sp, loop;
+  int index;                       /* warp index in its block */
+  cpu_frame st[CPU_MAXDEPTH];
+  uint8_t **vp;                    /* vp[ref] (negative refs: constants) */
+  uint8_t *buf, *local;
+  uint32_t tid[3][CPU_LANES];
+} cpu_warp;
+
+struct cute_cpu_prog {
+  cute_ir *ir;
+  ir_func *f;
+  const char *name;
+  cpu_ins *ins;        /* ins[1 .. n-1] */
+  int32_t n, ncst;
+  int32_t nparams;
+  size_t *off;         /* per ref >= 1: byte offset of its slot in a warp buffer (SIZE_MAX: none) */
+  size_t bufbytes;     /* a warp's value buffer */
+  uint8_t *cbuf;       /* constants, splatted */
+  uint8_t **cvp;       /* cvp[k]: constant -k's slot */
+  size_t static_smem, dyn_off, local_bytes;
+  char *out; size_t nout, capout; int oom;
+  char *taken;
+  uint64_t executed;
+};
+
+/* a launch in progress */
+typedef struct cpu_launch {
+  cute_cpu_prog *p;
+  unsigned grid[3], block[3], ctaid[3];
+  uint8_t *smem;
+  uint8_t *pbuf;       /* the parameters, splatted */
+  uint64_t clock;
+  cute_err *err;
+  int failed;
+} cpu_launch;
+
+/* cpu_exec.c */
+IR_HIDDEN int cpu_fail(cpu_launch *L, const cpu_ins *in, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* cpu_ops.c: the pure ops (every lane); nonzero when op is not one of them */
+IR_HIDDEN int cpu_pure(const cute_cpu_prog *p, const cpu_ins *in, cpu_warp *w);
+IR_HIDDEN int cpu_pure_ok(const cute_cpu_prog *p, const cpu_ins *in); /* supported? */
+IR_HIDDEN uint16_t cpu_f2h(double x, int rnd);
+IR_HIDDEN uint16_t cpu_f2bf(double x, int rnd);
+IR_HIDDEN float cpu_h2f(uint16_t h);
+IR_HIDDEN float cpu_bf2f(uint16_t h);
+/* cpu_mem.c: memory, sregs, warp ops, atomics, printf, assert; 0 or an error */
+IR_HIDDEN int cpu_side(cpu_launch *L, const cpu_ins *in, cpu_warp *w);
+IR_HIDDEN int cpu_side_ok(const cute_cpu_prog *p, const cpu_ins *in);
+
+#endif
