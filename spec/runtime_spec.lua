@@ -409,6 +409,8 @@ describe("cute.runtime on a GPU", function()
         d.l2_size / 2 ^ 20, d.total_mem / 2 ^ 30, rt.driver_version()))
   end)
 
+  local D = require("cute.dtype")
+  local xfloat_names = { float8_e4m3fn = "f8e4m3", float8_e5m2 = "f8e5m2", tfloat32 = "tf32" }
   gpu_it("round-trips random data for every dtype (tables and ffi arrays)", function()
     math.randomseed(1234)
     local n = 1000
@@ -419,6 +421,11 @@ describe("cute.runtime on a GPU", function()
         if dt.kind == "bool" then v = math.random() < 0.5
         elseif dt.kind == "half" then v = rt.half_to_float(math.random(0, 0x7bff)) * (math.random() < 0.5 and -1 or 1)
         elseif dt.kind == "bf16" then v = rt.bf16_to_float(math.random(0, 0x7f7f)) * (math.random() < 0.5 and -1 or 1)
+        elseif dt.kind == "fp8" or dt.kind == "tf32" then
+          -- (a value the dtype holds: a random float through its host conversion; the
+          -- integer branch below made values such as 17 that e4m3 rounds)
+          local enc, dec = D["float_to_" .. xfloat_names[name]], D[xfloat_names[name] .. "_to_float"]
+          v = dec(enc((math.random() - 0.5) * 200))
         elseif name == "float32" then v = to_f32((math.random() - 0.5) * 1e6)
         elseif name == "float64" then v = (math.random() - 0.5) * 1e300
         else
