@@ -804,3 +804,24 @@ describe("front end: the length operator", function()
     assert.are.equal(4, count(ir, "load "))
   end)
 end)
+
+describe("front end: a while condition with a side effect (found by the peer-kernel helper)", function()
+  it("runs the condition's side effect once per test, none before the loop", function()
+    local k = cute.kernel(function(F, n)
+      while cute.arch.atomic_add(F, 0, 1) < n do end
+    end)
+    local ir = k:ir(cute.tensor_spec({ 4 }, cute.int32), cute.Int32(8))
+    -- (one atom, inside the loop's condition; a second one before the `while` ran the
+    -- condition an extra time: one more increment than the Lua says)
+    assert.equal(1, count(ir, "atom"), ir)
+  end)
+  it("keeps the Lua iterations before the condition becomes traced", function()
+    local k = cute.kernel(function(F, n)
+      local i = 0
+      while i < 2 or cute.arch.atomic_add(F, 0, 1) < n do i = i + 1 end
+      F[1] = i
+    end)
+    local ir = k:ir(cute.tensor_spec({ 4 }, cute.int32), cute.Int32(8))
+    assert.equal(1, count(ir, "atom"), ir)
+  end)
+end)

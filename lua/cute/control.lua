@@ -48,7 +48,8 @@ M.pack = pk
 
 -- the rewritten kernel's first call: its comparisons are all consumed by the
 -- helpers (the fallback's check for unused comparisons does not apply: a
--- while condition is evaluated once more, unused, to find it traced)
+-- while condition found traced before its loop is left unused, and the trace
+-- is redone with the loop an IR loop from its start)
 function RT:enter()
   local st = tr.state()
   if st then st.check_unused = false end
@@ -699,6 +700,13 @@ RT.while_ = with_cstack(function(self, id, condf, bodyf, G, Sx)
     if what == "break" then return end
     if what == "return" then return unpack(r, 1, r.n) end
     c = truth(condf(), "while")
+  end
+  if not self.hints["L" .. id] then
+    -- the condition became traced here, outside the loop: its ops (an atomic,
+    -- a store in a helper) would run once more than the Lua says.  Trace again
+    -- with the loop an IR loop from its start, its condition evaluated only in it
+    self.hints["L" .. id] = true
+    retry()
   end
   local st = S()
   local slots = self:open_slots(id, G, true)
