@@ -25,24 +25,8 @@ local function fail(fmt, ...) cf.fail(WHAT .. ": " .. fmt:format(...)) end
 
 local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
--- write via a temp file and a rename, so a reader never sees half a file
-local function write_atomic(path, text)
-  local tmp = path .. ".tmp"
-  local f, why = io.open(tmp, "wb")
-  if not f then cf.fail(("cute.autotune: cannot write %s: %s"):format(tmp, tostring(why))) end
-  f:write(text)
-  f:close()
-  local ok, e = os.rename(tmp, path)
-  if not ok then cf.fail(("cute.autotune: cannot rename %s: %s"):format(tmp, tostring(e))) end
-end
+local read_file = cf.read_file
+local function write_atomic(path, text) cf.write_atomic(path, text, "cute.autotune") end
 
 -- a digest of the configuration list: the worker checks it ran the same sweep
 function M.digest(configs)

@@ -183,4 +183,29 @@ function M.rethrow(e)
   error(e, 0)
 end
 
+-- files the runtime hands between processes (cute.autotune's workers, the
+-- NCCL id file): the whole file, or nil when it cannot be opened
+function M.read_file(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+-- write text to path through tmp (a name beside it) and a rename, so that a
+-- reader never sees half a file; errors name `what` (the operation)
+function M.write_atomic(path, text, what, tmp)
+  tmp = tmp or path .. ".tmp"
+  local f, why = io.open(tmp, "wb")
+  if not f then M.fail(("%s: cannot write %s: %s"):format(what, tmp, tostring(why))) end
+  f:write(text)
+  f:close()
+  local ok, e = os.rename(tmp, path)
+  if not ok then
+    os.remove(tmp)
+    M.fail(("%s: cannot rename %s to %s: %s"):format(what, tmp, path, tostring(e)))
+  end
+end
+
 return M

@@ -316,6 +316,14 @@ function Comm:all_reduce(send, recv, op, stream)
   check(C.cute_nccl_all_reduce(sp, rp, n, dt, op_code(op, fname), h, stream_of(stream, fname, self), err))
 end
 
+-- all_gather's recv and reduce_scatter's send hold nranks x the other buffer
+local function whole_of(self, fname, big, got, part, n)
+  if got ~= n * self._size then
+    fail(("%s: %s has %d elements, not nranks x %s = %d x %d = %d"):format(fname, big, got, part, self._size, n,
+      n * self._size))
+  end
+end
+
 -- comm:all_gather(send, recv [, stream]): recv holds size() x send, rank order
 function Comm:all_gather(send, recv, stream)
   local fname = "comm:all_gather"
@@ -323,10 +331,7 @@ function Comm:all_gather(send, recv, stream)
   local sp, n, dt = buf(send, "send", fname, self)
   local rp, rn = buf(recv, "recv", fname, self)
   same_dtype(send, recv, fname)
-  if rn ~= n * self._size then
-    fail(("%s: recv has %d elements, not nranks x send = %d x %d = %d"):format(fname, rn, self._size, n,
-      n * self._size))
-  end
+  whole_of(self, fname, "recv", rn, "send", n)
   check(C.cute_nccl_all_gather(sp, rp, n, dt, h, stream_of(stream, fname, self), err))
 end
 
@@ -337,10 +342,7 @@ function Comm:reduce_scatter(send, recv, op, stream)
   local sp, sn, dt = buf(send, "send", fname, self)
   local rp, n = buf(recv, "recv", fname, self)
   same_dtype(send, recv, fname)
-  if sn ~= n * self._size then
-    fail(("%s: send has %d elements, not nranks x recv = %d x %d = %d"):format(fname, sn, self._size, n,
-      n * self._size))
-  end
+  whole_of(self, fname, "send", sn, "recv", n)
   check(C.cute_nccl_reduce_scatter(sp, rp, n, dt, op_code(op, fname), h, stream_of(stream, fname, self), err))
 end
 

@@ -85,27 +85,13 @@ function M.id_file(key, getenv, explicit)
   return dir .. "/cute-nccl-" .. key:gsub("[^%w%._-]", "_"):sub(1, 120) .. ".id"
 end
 
-local function read_all(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local read_all = cf.read_file
 
 -- rank 0's side: write id (hex) for `key` to path atomically
 function M.write_id(path, key, hex, fname)
   os.remove(path)
-  local tmp = ("%s.tmp.%d"):format(path, ffi.C.getpid())
-  local f, e = io.open(tmp, "wb")
-  if not f then fail(("%s: cannot write the NCCL id file %s: %s"):format(fname, tmp, tostring(e))) end
-  f:write(("cute-nccl-id 1\nkey=%s\ntime=%d\nid=%s\n"):format(key, os.time(), hex))
-  f:close()
-  local ok, e2 = os.rename(tmp, path)
-  if not ok then
-    os.remove(tmp)
-    fail(("%s: cannot rename %s to %s: %s"):format(fname, tmp, path, tostring(e2)))
-  end
+  cf.write_atomic(path, ("cute-nccl-id 1\nkey=%s\ntime=%d\nid=%s\n"):format(key, os.time(), hex),
+    fname .. ": the NCCL id file", ("%s.tmp.%d"):format(path, ffi.C.getpid()))
 end
 
 -- the hex id in file text s if it is for `key` and written at `not_before` or
