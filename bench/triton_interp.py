@@ -1,6 +1,7 @@
 # Triton's interpreter (TRITON_INTERPRET=1) on the two kernels issue 14 names, as the baseline of
 # the CPU target's figures (bench/cpu_vs_triton.sh runs both on one core in the same run):
 #   vector add 2^20 fp32 (BLOCK 1024) and a 64x64-tile matmul 256^3 (BLOCK_K 32), fp32.
+# (K is a constexpr: the interpreter of Triton 3.6 cannot loop over range(0, K, BK) with a tensor K.)
 # Prints one line per kernel: "triton_interp <name> median_s=<s> best_s=<s> reps=<n>".
 import os, sys, time, statistics
 os.environ["TRITON_INTERPRET"] = "1"
@@ -22,7 +23,7 @@ def vadd(x, y, z, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def matmul(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+def matmul(a, b, c, M, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     rm = tl.program_id(0) * BM + tl.arange(0, BM)
     rn = tl.program_id(1) * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)
