@@ -38,20 +38,22 @@ static int elem_kind(const cute_ir *ir, int32_t t, int *nel) {
   if (t <= 0 || t >= ir->ntypes) return 0;
   const ir_type *ty = &ir->types[t];
   if (ty->kind == CUTE_T_VEC) { *nel = ty->n; return ty->elem; }
+  if (ty->kind == CUTE_T_ARR) { int en; int k = elem_kind(ir, ty->elem, &en); *nel = ty->n; return k; } /* fragments */
   if (t <= CUTE_T_F8E5M2) return t;
   return 0;
 }
 
 static int type_ok(const cute_ir *ir, int32_t t) {
   if (t <= 0 || t >= ir->ntypes) return 1; /* none */
-  int k = ir->types[t].kind;
-  return k != CUTE_T_ARR && k != CUTE_T_BYTES;
+  return ir->types[t].kind != CUTE_T_BYTES; /* by-value bytes: parameters and param.addr only */
 }
+static int is_bytes(const cute_ir *ir, int32_t t) { return t > 0 && t < ir->ntypes && ir->types[t].kind == CUTE_T_BYTES; }
 
 static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
 static void prog_free(cute_cpu_prog *p) {
   if (!p) return;
+  cpu_asm_free(p);
   free(p->ins); free(p->off); free(p->cbuf); free(p->cvp); free(p->out); free(p->taken);
   free(p);
 }
@@ -133,14 +135,15 @@ int cute_cpu_prog_new(struct cute_ir *ir, const char *name, cute_cpu_prog **out,
       int32_t at = ir_vtype(p->f, args[0]), an;
       in->ak = (uint8_t)elem_kind(ir, at, &an);
       in->asize = ir_tsize(ir, at);
-      if (!type_ok(ir, at)) rc = unsupported(p, r, err);
+      if (!type_ok(ir, at) && ii->op != IR_PARAMADDR) rc = unsupported(p, r, err);
     }
     if (ii->nargs > 1) {
       int bn;
       in->bk = (uint8_t)elem_kind(ir, ir_vtype(p->f, args[1]), &bn);
       in->bsize = ir_tsize(ir, ir_vtype(p->f, args[1]));
     }
-    if (!type_ok(ir, ii->type) || (ii->op == IR_PARAM && in->size > 8)) { rc = unsupported(p, r, err); break; }
+    if (ii->op == IR_PARAM && is_bytes(ir, ii->type)) in->aux = 1; /* by value: its slot holds its address */
+    else if (!type_ok(ir, ii->type) || (ii->op == IR_PARAM && in->size > 8)) { rc = unsupported(p, r, err); break; }
     if (ii->op == IR_GEP || ii->op == IR_SHARED || ii->op == IR_LOCAL || ii->op == IR_DYNSHARED) {
       const ir_type *pt = &ir->types[ii->type];
       int es = ir_tsize(ir, pt->elem);
@@ -161,7 +164,8 @@ int cute_cpu_prog_new(struct cute_ir *ir, const char *name, cute_cpu_prog **out,
       const ir_const *c = &p->f->cst[-in->a[2]];
       in->aux = ir_scalar_class(c->type) == 1 && c->bits < 0;
     }
-    if (!cpu_pure_ok(p, in) && !cpu_side_ok(p, in)) rc = unsupported(p, r, err);
+    if (ii->op == IR_ASM) rc = cpu_asm_prepare(p, in, err);
+    else if (ii->op != IR_PARAMADDR && !cpu_pure_ok(p, in) && !cpu_side_ok(p, in)) rc = unsupported(p, r, err);
     p->off[r] = NONE_OFF;
     if (in->size > 0 || ii->op == IR_FOR || ii->op == IR_VAR) {
       int sz = in->size > 0 ? in->size : 8;
@@ -354,6 +358,11 @@ static int run_warp(cpu_launch *L, cpu_warp *w) {
     case IR_VGET: copy_lanes(w->vp[in->ref], w->vp[in->a[0]], in->size, 0xffffffffu); w->pc++; continue;
     case IR_VSET: copy_lanes(w->vp[in->a[0]], w->vp[in->a[1]], ins[in->a[0]].size, w->mask); w->pc++; continue;
     case IR_PARAM: w->pc++; continue;
+    case IR_ASM: case IR_PARAMADDR: /* cpu_asm.c */
+      rc = cpu_asm_exec(L, in, w);
+      if (rc) { p->executed += exec; return rc; }
+      w->pc++;
+      continue;
     case IR_BAR:
       w->state = CPU_WAIT;
       w->bar_id = (int)in->imm;
@@ -415,6 +424,7 @@ static int release(cpu_warp *ws, int nw) {
 }
 
 static int run_block(cpu_launch *L, cpu_warp *ws, int nw, unsigned nthreads) {
+  cpu_async_reset(L, 0);
   for (int i = 0; i < nw; i++) warp_init(L, &ws[i], nthreads);
   for (;;) {
     int running = 0;
@@ -466,7 +476,9 @@ int cute_cpu_launch(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx
   /* the parameters, splatted */
   for (int j = 0; j < p->nparams; j++) {
     int sz = p->ins[j + 1].size;
-    for (int t = 0; t < CPU_LANES; t++) memcpy(L.pbuf + (size_t)j * 8 * CPU_LANES + (size_t)t * (size_t)sz, params[j], (size_t)sz);
+    const void *src = params[j];
+    if (p->ins[j + 1].aux) { src = &params[j]; sz = 8; } /* by-value bytes: their address (param.addr) */
+    for (int t = 0; t < CPU_LANES; t++) memcpy(L.pbuf + (size_t)j * 8 * CPU_LANES + (size_t)t * (size_t)sz, src, (size_t)sz);
   }
   for (int i = 0; i < nw; i++) {
     cpu_warp *w = &ws[i];
@@ -481,6 +493,7 @@ int cute_cpu_launch(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx
     for (int j = 0; j < p->nparams; j++) w->vp[j + 1] = L.pbuf + (size_t)j * 8 * CPU_LANES;
   }
   memset(L.smem, 0, shbytes);
+  L.smem_size = p->dyn_off + smem;
   for (unsigned z = 0; z < gz && !rc; z++)
     for (unsigned y = 0; y < gy && !rc; y++)
       for (unsigned x = 0; x < gx && !rc; x++) {
@@ -489,6 +502,7 @@ int cute_cpu_launch(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx
       }
   if (!rc && p->oom) rc = cute_err_setf(err, CUTE_E_NOMEM, "cute (cpu target): kernel %s: out of memory for printf output", p->name);
 out:
+  cpu_async_reset(&L, 1);
   free(ws); free(bufs); free(locals); free(vps); free(L.smem); free(L.pbuf);
   return rc;
 }

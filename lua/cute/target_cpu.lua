@@ -47,7 +47,7 @@ local function key(h) return tonumber(ffi.cast("uintptr_t", h)) end
 -- what cute.device(0) reports on the CPU target (the limits the engine keeps:
 -- 1024 threads a block; shared memory is host memory)
 local device_info = {
-  name = "cuteluajit CPU target (IR interpreter)", ordinal = 0, cc_major = 8, cc_minor = 0, sm_count = 1,
+  name = "cuteluajit CPU target (IR interpreter)", ordinal = 0, cc_major = 9, cc_minor = 0, sm_count = 1,
   warp_size = 32, max_threads_per_block = 1024, max_block_dim = { 1024, 1024, 64 },
   max_grid_dim = { 2147483647, 65535, 65535 }, max_threads_per_sm = 1024, max_blocks_per_sm = 1,
   regs_per_block = 65536, regs_per_sm = 65536, smem_per_block = 49152, smem_per_block_optin = 232448,
