@@ -56,6 +56,11 @@ local device_info = {
   total_mem = 0,
 }
 
+-- the arch kernels are traced for on the CPU target (compile.device_arch):
+-- the newest, so that every kernel traces and the engine refuses, at the
+-- launch, only the instructions it cannot run (docs/CPU_TARGET.md)
+M.arch = "sm_90a"
+
 -- the host's driver: memory, copies, streams, events, the launch
 local driver = {
   available = function() return true end,
