@@ -22,7 +22,8 @@ local warp = cute.nvgpu.warp
 local function run(m, params, nthreads, smem)
   local out = ffi.new("cute_cpu_prog *[1]")
   local err = ffi.new("cute_err[1]")
-  assert(C.cute_cpu_prog_new(m.h, "k", out, err) == 0, ffi.string(err[0].msg))
+  local prc = C.cute_cpu_prog_new(m.h, "k", out, err)
+  if prc ~= 0 then return prc, ffi.string(err[0].msg) end
   local prog = ffi.gc(out[0], C.cute_cpu_prog_free)
   local cells, pp = {}, ffi.new("void *[?]", #params)
   for i, p in ipairs(params) do
@@ -247,6 +248,180 @@ describe("the CPU target's tensor cores", function()
       elem.tfloat32 = saved
       assert.is_true(bad > 0)
       assert.are.equal(0, (check_mma(atom, { rtol = 1e-7 })))
+    end)
+  end)
+
+  describe("ldmatrix and stmatrix (m8n8 b16 over the warp's row addresses)", function()
+    -- 4 matrices of 8 rows of 8 b16 in shared memory, 16 elements a row apart;
+    -- lane l gives the address of row perm[l] (matrix l / 8, row l % 8)
+    local function perm_rows(n)
+      local p = {}
+      for l = 0, 31 do p[l] = l < 8 * n and (31 - l) or 100000 + l end -- (unused lanes: far away, ignored)
+      return p
+    end
+    for _, n in ipairs({ 1, 2, 4 }) do
+      for _, trans in ipairs({ false, true }) do
+        it(("ldmatrix .x%d%s and stmatrix back"):format(n, trans and ".trans" or ""), function()
+          local k = cute.kernel(function(S, Perm, Out, Back)
+            local t = cute.arch.thread_idx()
+            local sm = cute.make_shared_tensor(cute.make_layout(32 * 16), cute.uint16, 16)
+            for i = 0, 15 do sm[t * 16 + i] = S[t * 16 + i] end
+            cute.arch.sync_threads()
+            local f = cute.arch.ldmatrix(sm:ptr_at(Perm[t] * 16), { num_matrices = n, transpose = trans })
+            for i = 0, n - 1 do Out[t * 4 + i] = f[i] end
+            cute.arch.sync_threads()
+            for i = 0, 15 do sm[t * 16 + i] = 0 end
+            cute.arch.sync_threads()
+            cute.arch.stmatrix(sm:ptr_at(Perm[t] * 16), f, { num_matrices = n, transpose = trans })
+            cute.arch.sync_threads()
+            for i = 0, 15 do Back[t * 16 + i] = sm[t * 16 + i] end
+          end, { name = "cpu_ldmatrix" })
+          local hs = {}
+          for i = 1, 512 do hs[i] = (i * 7919) % 65536 end
+          local perm = perm_rows(n)
+          local hp = {}
+          for l = 0, 31 do hp[l + 1] = perm[l] < 32 and perm[l] or 0 end
+          local S = cute.from_host(hs, cute.uint16, { 512 })
+          local P = cute.from_host(hp, cute.int32, { 32 })
+          local Out, Back = cute.zeros({ 128 }, cute.uint32), cute.zeros({ 512 }, cute.uint16)
+          k:launch { grid = 1, block = 32 }(S, P, Out, Back)
+          local o, b = Out:to_table(), Back:to_table()
+          local function at(row, col) return hs[perm[row] * 16 + col + 1] end
+          for t = 0, 31 do
+            for i = 0, n - 1 do
+              local r, q = math.floor(t / 4), t % 4
+              local lo, hi
+              if trans then lo, hi = at(8 * i + 2 * q, r), at(8 * i + 2 * q + 1, r)
+              else lo, hi = at(8 * i + r, 2 * q), at(8 * i + r, 2 * q + 1) end
+              assert.are.equal(lo + hi * 65536, o[t * 4 + i + 1], ("lane %d register %d"):format(t, i))
+            end
+          end
+          -- stmatrix wrote the same rows back (and nothing else)
+          local want = {}
+          for i = 1, 512 do want[i] = 0 end
+          for l = 0, 8 * n - 1 do
+            for c = 0, 7 do want[perm[l] * 16 + c + 1] = hs[perm[l] * 16 + c + 1] end
+          end
+          assert.are.same(want, b)
+        end)
+      end
+    end
+  end)
+
+  describe("cp.async", function()
+    it("copies 4, 8 and 16 bytes with src-size zero fill, at the thread's wait (a missing wait shows the old data)", function()
+      local k = cute.kernel(function(G, Early, Mid, Late)
+        local t = cute.arch.thread_idx()
+        local sm = cute.make_shared_tensor(cute.make_layout(32 * 12), cute.float32, 16)
+        for i = 0, 11 do sm[t * 12 + i] = -1.0 end
+        cute.arch.sync_threads()
+        -- group 0: 16 bytes, src_size 4 * (t % 5) (0 .. 16); group 1: 8 bytes; group 2: 4 bytes, src_size 0 for odd t
+        cute.arch.cp_async(sm:ptr_at(t * 12), G:ptr_at(t * 12), 16, { src_size = (t % 5) * 4 })
+        cute.arch.cp_async_commit_group()
+        cute.arch.cp_async(sm:ptr_at(t * 12 + 4), G:ptr_at(t * 12 + 4), 8, { cache = "ca" })
+        cute.arch.cp_async_commit_group()
+        cute.arch.cp_async(sm:ptr_at(t * 12 + 8), G:ptr_at(t * 12 + 8), 4, { src_size = (t % 2) * 0 + (1 - t % 2) * 4 })
+        cute.arch.cp_async_commit_group()
+        for i = 0, 11 do Early[t * 12 + i] = sm[t * 12 + i] end -- no wait: nothing landed yet
+        cute.arch.cp_async_wait_group(1)                          -- groups 0 and 1 complete, 2 may be pending
+        for i = 0, 11 do Mid[t * 12 + i] = sm[t * 12 + i] end
+        cute.arch.cp_async_wait_all()
+        for i = 0, 11 do Late[t * 12 + i] = sm[t * 12 + i] end
+      end, { name = "cpu_cp_async" })
+      local hg = {}
+      for i = 1, 32 * 12 do hg[i] = i end
+      local G = cute.from_host(hg, cute.float32, { 32 * 12 })
+      local E, Mi, L = cute.zeros({ 384 }, cute.float32), cute.zeros({ 384 }, cute.float32), cute.zeros({ 384 }, cute.float32)
+      k:launch { grid = 1, block = 32 }(G, E, Mi, L)
+      local e, mi, l = E:to_table(), Mi:to_table(), L:to_table()
+      for t = 0, 31 do
+        local b = t * 12
+        for i = 0, 11 do assert.are.equal(-1, e[b + i + 1]) end
+        local ss = t % 5 -- floats copied of the first 16 bytes
+        for i = 0, 3 do
+          local want = i < ss and hg[b + i + 1] or 0
+          assert.are.equal(want, mi[b + i + 1], ("thread %d, element %d after wait_group 1"):format(t, i))
+          assert.are.equal(want, l[b + i + 1])
+        end
+        for i = 4, 5 do assert.are.equal(hg[b + i + 1], mi[b + i + 1]); assert.are.equal(hg[b + i + 1], l[b + i + 1]) end
+        for i = 6, 7 do assert.are.equal(-1, l[b + i + 1]) end -- (not copied)
+        assert.are.equal(-1, mi[b + 8 + 1]) -- group 2 still pending after wait_group 1
+        assert.are.equal(t % 2 == 0 and hg[b + 9] or 0, l[b + 9], "thread " .. t .. ": the 4-byte copy, zero-filled for odd t")
+      end
+    end)
+  end)
+
+  describe("fp8 conversions in kernels", function()
+    it("f32 and f16 -> e4m3 / e5m2 (rn, satfinite) and back, as cute.dtype's host conversions", function()
+      local k = cute.kernel(function(X, E4, E5, B4, B5, H)
+        local i = cute.arch.block_idx() * cute.arch.block_dim() + cute.arch.thread_idx()
+        local x = X[i]
+        E4[i] = cute.Float8E4M3FN(x)
+        E5[i] = cute.Float8E5M2(x)
+        B4[i] = cute.Float32(E4[i])
+        B5[i] = cute.Float32(cute.Float16(E5[i]))
+        H[i] = cute.Float8E4M3FN(cute.Float16(x))
+      end, { name = "cpu_fp8" })
+      local n = 4096
+      local hx = ffi.new("float[?]", n)
+      local special = { 0, -0.0, math.huge, -math.huge, 448, 449, 464, 57344, 61440, 1e30, -1e30, 2 ^ -10, 2 ^ -17,
+        3 * 2 ^ -11, 1 + 2 ^ -11, 2 ^ -9 * 1.5, 0.0009765625, 240, 232, -0.001953125 }
+      math.randomseed(3)
+      for i = 0, n - 1 do
+        hx[i] = special[i + 1] or (math.random() < 0.5 and -1 or 1) * (1 + math.random()) * 2 ^ math.random(-20, 18)
+      end
+      local X = cute.from_host(hx, cute.float32, { n })
+      local E4, E5, H = cute.empty({ n }, cute.float8_e4m3fn), cute.empty({ n }, cute.float8_e5m2), cute.empty({ n }, cute.float8_e4m3fn)
+      local B4, B5 = cute.empty({ n }, cute.float32), cute.empty({ n }, cute.float32)
+      k:launch { grid = n / 128, block = 128 }(X, E4, E5, B4, B5, H)
+      local e4, e5, h, b4, b5 = E4:to_host(), E5:to_host(), H:to_host(), B4:to_host(), B5:to_host()
+      for i = 0, n - 1 do
+        local x = hx[i]
+        assert(e4[i] == dt.float_to_f8e4m3(x), ("e4m3(%.9g): 0x%02x, host 0x%02x"):format(x, e4[i], dt.float_to_f8e4m3(x)))
+        assert(e5[i] == dt.float_to_f8e5m2(x), ("e5m2(%.9g): 0x%02x, host 0x%02x"):format(x, e5[i], dt.float_to_f8e5m2(x)))
+        local x16 = dt.half_to_float(dt.float_to_half(x))
+        assert(h[i] == dt.float_to_f8e4m3(x16), ("e4m3(f16(%.9g))"):format(x))
+        assert.are.equal(dt.f8e4m3_to_float(e4[i]), b4[i])
+        assert.are.equal(dt.f8e5m2_to_float(e5[i]), b5[i])
+      end
+      local nan = ffi.new("float[1]", 0 / 0)
+      local XN = cute.from_host(nan, cute.float32, { 1 })
+      local one = function(d) return cute.empty({ 1 }, d) end
+      local N4, N5, NB4, NB5, NH = one(cute.float8_e4m3fn), one(cute.float8_e5m2), one(cute.float32), one(cute.float32),
+        one(cute.float8_e4m3fn)
+      k:launch { grid = 1, block = 1 }(XN, N4, N5, NB4, NB5, NH)
+      assert.are.equal(0x7f, N4:to_host()[0])
+      assert.are.equal(0x7f, N5:to_host()[0])
+      local b = NB4:to_host()[0]
+      assert.is_true(b ~= b)
+    end)
+  end)
+
+  describe("inline PTX the engine does not know", function()
+    it("is refused at the launch, naming the PTX instruction and the Lua line", function()
+      local k = cute.kernel(function(X)
+        cute.arch.asm(nil, "brkpt;", "") -- brkpt line
+        X[0] = 1
+      end, { name = "cpu_brkpt" })
+      local X = cute.zeros({ 1 }, cute.int32)
+      local ok, e = pcall(function() k:launch { grid = 1, block = 32 }(X) end)
+      assert.is_false(ok)
+      local line = util.line_of(THIS, "-- brkpt line")
+      assert.is_truthy(util.has(tostring(e), ("cute (cpu target): kernel cpu_brkpt: op asm at %s:%d is not supported " ..
+        "on the CPU target yet (PTX brkpt)"):format(THIS, line)), tostring(e))
+    end)
+    it("as are known instructions with forms the engine does not run (a wrong mma register count)", function()
+      local m = IR.new()
+      m:func("k", "kernel")
+      m:loc("bad_mma.lua", 7)
+      local x = m:k("u32", 0)
+      m:asm(m:array("f32", 2), "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0, $1}, {$2}, {$3}, {$4};",
+        "=f,=f,r,r,r", x, x, x)
+      m:ret()
+      local rc, msg = run(m, {})
+      assert.are_not.equal(0, rc)
+      assert.is_truthy(util.has(msg, "op asm at bad_mma.lua:7 is not supported on the CPU target yet " ..
+        "(PTX mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32)"), msg)
     end)
   end)
 end)
