@@ -424,4 +424,76 @@ describe("the CPU target's tensor cores", function()
         "(PTX mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32)"), msg)
     end)
   end)
+
+  describe("the IR's fragments, device functions and by-value parameters", function()
+    it("a fragment carried through a for loop, sliced, rebuilt in an if; a device function with early return", function()
+      local m = IR.new()
+      -- func @clampadd(x: f32, y: f32) -> f32: x + y, or 100 when x > 10 (an early return in divergent lanes)
+      local fn = m:func("clampadd", "func", "f32")
+      local x, y = m:param("f32", "x"), m:param("f32", "y")
+      m:if_(m:gt(x, m:k("f32", 10)))
+      m:ret(m:k("f32", 100))
+      m:end_()
+      m:ret(m:add(x, y))
+      m:func("k", "kernel")
+      m:loc("frag.lua", 3)
+      local out = m:param("ptr.global.f32", "out")
+      local lane = m:sreg("tid.x")
+      local lf = m:cvt("f32", lane)
+      local F = m:array("f32", 8)
+      local v = m:var(F, m:emit("vec", F, { m:k("f32", 0) }))
+      local i = m:for_(m:k("i32", 0), m:k("i32", 4), m:k("i32", 1))
+      local cur = m:vget(v)
+      for e = 0, 7 do
+        local x0 = m:extract(cur, { lane = e })
+        cur = m:insert(cur, m:call(fn, x0, m:add(lf, m:cvt("f32", i))), { lane = e })
+      end
+      m:vset(v, cur)
+      m:end_()
+      local fin = m:vget(v)
+      local r = m:if_(m:lt(lane, m:k("u32", 16)), F)
+      m:yield(m:insert(fin, m:k("f32", -1), { lane = 7 }))
+      m:else_()
+      m:yield(fin)
+      m:end_()
+      for e = 0, 7 do
+        m:store(m:gep(out, m:add(m:mul(lane, m:k("u32", 8)), m:k("u32", e))), m:extract(r, { lane = e }))
+      end
+      m:ret()
+      local o = ffi.new("float[256]")
+      local rc, msg = run(m, { o })
+      assert.are.equal(0, rc, msg)
+      for t = 0, 31 do
+        local acc = 0
+        for it = 0, 3 do acc = acc > 10 and 100 or acc + t + it end
+        for e = 0, 7 do
+          local want = (e == 7 and t < 16) and -1 or acc
+          assert.are.equal(want, o[t * 8 + e], ("lane %d element %d"):format(t, e))
+        end
+      end
+    end)
+
+    it("a by-value bytes parameter read through param.addr", function()
+      local m = IR.new()
+      m:func("k", "kernel")
+      local blob = m:param(m:bytes(128, 64), "desc", { grid_constant = true })
+      local out = m:param("ptr.global.u32", "out")
+      local lane = m:sreg("tid.x")
+      local base = m:emit("param.addr", nil, { blob })
+      local p = m:ptrcast(m:ptr("u32", "generic"), base)
+      m:store(m:gep(out, lane), m:load(m:gep(p, lane)))
+      m:ret()
+      local bytes = ffi.new("uint32_t[32]")
+      for i = 0, 31 do bytes[i] = i * 1000 + 7 end
+      local o = ffi.new("uint32_t[32]")
+      local prog = ffi.new("cute_cpu_prog *[1]")
+      local err = ffi.new("cute_err[1]")
+      assert.are.equal(0, C.cute_cpu_prog_new(m.h, "k", prog, err), ffi.string(err[0].msg))
+      local cell = ffi.new("uint64_t[1]", ffi.cast("uintptr_t", o))
+      local pp = ffi.new("void *[2]", bytes, cell)
+      assert.are.equal(0, C.cute_cpu_launch(prog[0], 1, 1, 1, 32, 1, 1, 0, nil, pp, err), ffi.string(err[0].msg))
+      C.cute_cpu_prog_free(prog[0])
+      for i = 0, 31 do assert.are.equal(i * 1000 + 7, o[i]) end
+    end)
+  end)
 end)

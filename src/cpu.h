@@ -56,6 +56,7 @@ typedef struct cpu_warp {
   cpu_frame st[CPU_MAXDEPTH];
   uint8_t **vp;                    /* vp[ref] (negative refs: constants) */
   uint8_t *buf, *local;
+  uint8_t *ret;                    /* a device function's result slot (NULL in a kernel) */
   uint32_t tid[3][CPU_LANES];
 } cpu_warp;
 
@@ -75,6 +76,7 @@ struct cute_cpu_prog {
   char *taken;
   uint64_t executed;
   struct cpu_asm_op *asmv; int32_t nasm, capasm; /* parsed inline PTX (cpu_asm.c); ins->aux indexes it */
+  struct cute_cpu_prog **callee; int32_t ncallee; int depth; /* device functions called (call: ins->aux) */
 };
 
 /* a launch in progress */

@@ -54,6 +54,8 @@ static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 static void prog_free(cute_cpu_prog *p) {
   if (!p) return;
   cpu_asm_free(p);
+  for (int i = 0; i < p->ncallee; i++) prog_free(p->callee[i]);
+  free(p->callee);
   free(p->ins); free(p->off); free(p->cbuf); free(p->cvp); free(p->out); free(p->taken);
   free(p);
 }
@@ -99,6 +101,26 @@ static int link_regions(cute_cpu_prog *p, cute_err *err) {
   return 0;
 }
 
+static int prog_build(struct cute_ir *ir, int32_t fi, int depth, cute_cpu_prog **out, cute_err *err);
+
+/* call: the device function prepared as a program of its own (its parameters'
+   slots are the caller's arguments'); 0 or an error */
+static int prep_call(cute_cpu_prog *p, cpu_ins *in, cute_err *err) {
+  cute_cpu_prog *c = NULL, **q;
+  if (p->depth >= 16) return unsupported(p, in->ref, err); /* (recursion) */
+  int rc = prog_build(p->ir, (int32_t)in->imm, p->depth + 1, &c, err);
+  if (rc) return rc;
+  if (c->static_smem || c->f->dynsmem) { prog_free(c); return unsupported(p, in->ref, err); }
+  if (!(q = realloc(p->callee, sizeof *q * (size_t)(p->ncallee + 1)))) {
+    prog_free(c);
+    return cute_err_setf(err, CUTE_E_NOMEM, "cute (cpu target): out of memory");
+  }
+  p->callee = q;
+  q[p->ncallee] = c;
+  in->aux = p->ncallee++;
+  return 0;
+}
+
 int cute_cpu_prog_new(struct cute_ir *ir, const char *name, cute_cpu_prog **out, cute_err *err) {
   if (out) *out = NULL;
   if (!ir || !out) return cute_err_setf(err, CUTE_E_ARG, "cute_cpu_prog_new: NULL argument");
@@ -106,9 +128,14 @@ int cute_cpu_prog_new(struct cute_ir *ir, const char *name, cute_cpu_prog **out,
   for (int32_t i = 1; i < ir->nfuncs && !fi; i++)
     if (ir->funcs[i].kind == CUTE_FN_KERNEL && (!name || !strcmp(ir_strget(ir, ir->funcs[i].name), name))) fi = i;
   if (!fi) return cute_err_setf(err, CUTE_E_ARG, "cute (cpu target): no kernel %s in the IR", name ? name : "");
+  return prog_build(ir, fi, 0, out, err);
+}
+
+static int prog_build(struct cute_ir *ir, int32_t fi, int depth, cute_cpu_prog **out, cute_err *err) {
   cute_cpu_prog *p = calloc(1, sizeof *p);
   if (!p) return cute_err_setf(err, CUTE_E_NOMEM, "cute (cpu target): out of memory");
   p->ir = ir;
+  p->depth = depth;
   p->f = &ir->funcs[fi];
   p->name = ir_strget(ir, p->f->name);
   p->n = p->f->ninst;
@@ -165,6 +192,7 @@ int cute_cpu_prog_new(struct cute_ir *ir, const char *name, cute_cpu_prog **out,
       in->aux = ir_scalar_class(c->type) == 1 && c->bits < 0;
     }
     if (ii->op == IR_ASM) rc = cpu_asm_prepare(p, in, err);
+    else if (ii->op == IR_CALL) rc = prep_call(p, in, err);
     else if (ii->op != IR_PARAMADDR && !cpu_pure_ok(p, in) && !cpu_side_ok(p, in)) rc = unsupported(p, r, err);
     p->off[r] = NONE_OFF;
     if (in->size > 0 || ii->op == IR_FOR || ii->op == IR_VAR) {
@@ -265,6 +293,52 @@ static void pop_frame(cpu_warp *w, uint32_t keep_loop_dead) {
   w->mask = fr->saved & ~w->exited & ~dead;
 }
 
+static int run_warp(cpu_launch *L, cpu_warp *w);
+
+/* call: the device function runs for the caller's active lanes in a warp of
+   its own (its value buffer, its local memory), its result copied back */
+static int run_call(cpu_launch *L, const cpu_ins *in, cpu_warp *w) {
+  cute_cpu_prog *c = L->p->callee[in->aux];
+  const ir_inst *ii = &L->p->f->inst[in->ref];
+  const int32_t *args = ir_args(L->p->f, ii);
+  cpu_warp *cw = calloc(1, sizeof *cw);
+  uint8_t **vp = calloc((size_t)c->n + (size_t)c->ncst + 1, sizeof *vp);
+  uint8_t *buf = aligned_alloc(64, align_up(c->bufbytes, 64));
+  uint8_t *local = c->local_bytes ? aligned_alloc(64, align_up(c->local_bytes, 64)) : NULL;
+  int rc = 0;
+  if (!cw || !vp || !buf || (c->local_bytes && !local)) { rc = cpu_fail(L, in, "out of memory"); goto out; }
+  memset(buf, 0, c->bufbytes);
+  for (int32_t k = 1; k < c->ncst; k++) vp[c->ncst - k] = c->cvp[k];
+  cw->vp = vp + c->ncst;
+  for (int32_t r = 1; r < c->n; r++) cw->vp[r] = c->off[r] == NONE_OFF ? NULL : buf + c->off[r];
+  for (int j = 0; j < c->nparams; j++) cw->vp[j + 1] = w->vp[args[j]];
+  cw->buf = buf; cw->local = local;
+  cw->ret = in->size > 0 ? w->vp[in->ref] : NULL;
+  cw->index = w->index; cw->all = w->all; cw->mask = w->mask;
+  cw->pc = 1; cw->loop = -1; cw->state = CPU_RUN;
+  memcpy(cw->tid, w->tid, sizeof cw->tid);
+  cpu_launch L2 = *L;
+  L2.p = c;
+  rc = run_warp(&L2, cw);
+  L->async = L2.async; L->failed = L2.failed;
+  if (!rc && cw->state == CPU_WAIT) rc = cpu_fail(L, in, "a barrier inside device function %s is not supported on the CPU target yet", c->name);
+  if (c->nout) { /* its printf text, in order */
+    size_t need = L->p->nout + c->nout + 1;
+    if (need > L->p->capout) {
+      char *q = realloc(L->p->out, need * 2);
+      if (!q) { L->p->oom = 1; goto out; }
+      L->p->out = q; L->p->capout = need * 2;
+    }
+    memcpy(L->p->out + L->p->nout, c->out, c->nout + 1);
+    L->p->nout += c->nout;
+    c->nout = 0;
+  }
+  L->p->oom |= c->oom;
+out:
+  free(cw); free(vp); free(buf); free(local);
+  return rc;
+}
+
 /* Run warp w until it waits at a barrier, finishes or fails. */
 static int run_warp(cpu_launch *L, cpu_warp *w) {
   cute_cpu_prog *p = L->p;
@@ -350,7 +424,9 @@ static int run_warp(cpu_launch *L, cpu_warp *w) {
     }
     case IR_BREAK: w->st[w->loop].brk |= w->mask; w->mask = 0; break;
     case IR_CONTINUE: w->st[w->loop].cont |= w->mask; w->mask = 0; break;
-    case IR_RET: w->exited |= w->mask; w->mask = 0; break;
+    case IR_RET:
+      if (in->nargs && w->ret) copy_lanes(w->ret, w->vp[in->a[0]], in->asize, w->mask);
+      w->exited |= w->mask; w->mask = 0; break;
     case IR_VAR:
       if (in->nargs > 0) copy_lanes(w->vp[in->ref], w->vp[in->a[0]], in->size, w->mask);
       w->pc++;
@@ -358,6 +434,11 @@ static int run_warp(cpu_launch *L, cpu_warp *w) {
     case IR_VGET: copy_lanes(w->vp[in->ref], w->vp[in->a[0]], in->size, 0xffffffffu); w->pc++; continue;
     case IR_VSET: copy_lanes(w->vp[in->a[0]], w->vp[in->a[1]], ins[in->a[0]].size, w->mask); w->pc++; continue;
     case IR_PARAM: w->pc++; continue;
+    case IR_CALL:
+      rc = run_call(L, in, w);
+      if (rc) { p->executed += exec; return rc; }
+      w->pc++;
+      continue;
     case IR_ASM: case IR_PARAMADDR: /* cpu_asm.c */
       rc = cpu_asm_exec(L, in, w);
       if (rc) { p->executed += exec; return rc; }
