@@ -241,7 +241,7 @@ static int refuse(cute_cpu_prog *p, const cpu_ins *in, const char *opc, cute_err
                        "(PTX %.120s)", p->name, file, ii->line, opc);
 }
 
-static void op_free(cpu_asm_op *a) { free(a->it); free(a->op); }
+static void op_free(cpu_asm_op *a) { free(a->it); free(a->op); free(a->lay); }
 
 int cpu_asm_prepare(cute_cpu_prog *p, cpu_ins *in, cute_err *err) {
   const char *tmpl = ir_strget(p->ir, (int32_t)in->imm);

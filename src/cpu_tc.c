@@ -127,10 +127,29 @@ static void lay_c(const cpu_asm_op *a, int t, int i, int *r, int *c) {
 }
 
 /* element i of an operand group whose registers hold elements of bits each */
-static const uint8_t *grp_elem(const cpu_warp *w, const cpu_asm_op *a, int gi, int t, int i, int bits) {
+static uint8_t *grp_elem(const cpu_warp *w, const cpu_asm_op *a, int gi, int t, int i, int bits) {
   int per = bits >= 32 ? 1 : 32 / bits;
   const cpu_opnd *o = cpu_asm_opnd(a, gi, i / per);
   return cpu_opnd_at(w, o, t) + (size_t)(i % per) * (size_t)(bits / 8);
+}
+
+/* every lane's nel elements of operand group gi (type k) as numbers: out[t * nel + i] */
+static void decode(const cpu_warp *w, const cpu_asm_op *a, int gi, int k, int nel, double *out) {
+  int bits = tbits(k), per = bits >= 32 ? 1 : 32 / bits, nreg = (nel + per - 1) / per, eb = bits / 8;
+  for (int r = 0; r < nreg; r++) {
+    const cpu_opnd *o = cpu_asm_opnd(a, gi, r);
+    const uint8_t *base = w->vp[o->ref] + o->off;
+    for (int t = 0; t < CPU_LANES; t++) {
+      const uint8_t *p = base + (size_t)t * (size_t)o->stride;
+      double *d = out + t * nel + r * per;
+      switch (k) {
+      case CUTE_T_BF16: for (int j = 0; j < per; j++) d[j] = cpu_bf2f(((const uint16_t *)p)[j]); break;
+      case CUTE_T_I8: for (int j = 0; j < per; j++) d[j] = ((const int8_t *)p)[j]; break;
+      case CUTE_T_U8: for (int j = 0; j < per; j++) d[j] = p[j]; break;
+      default: for (int j = 0; j < per; j++) d[j] = elem_f(k, p + j * eb); break;
+      }
+    }
+  }
 }
 
 /* D = A B + C: each output is C + the sum over k (in increasing k) of the
@@ -139,49 +158,56 @@ static const uint8_t *grp_elem(const cpu_warp *w, const cpu_asm_op *a, int gi, i
 static int run_mma(cpu_launch *L, const cpu_ins *in, cpu_warp *w, const cpu_asm_op *a) {
   int rc = need_full(L, in, w, "mma.sync");
   if (rc) return rc;
-  double A[16][32], B[32][8], Cm[16][8];
-  int64_t Ai[16][32], Bi[32][8], Ci[16][8];
+  double A[16 * 32], Bt[8 * 32], Cm[16 * 8], Dm[16 * 8];
+  double va[32 * 16], vb[32 * 8], vc[32 * 4];
   int M = a->m, N = a->n, K = a->k, ints = is_int8(a->ta);
-  int na = M * K / 32, nb = K * N / 32, nc = M * N / 32;
-  int ab = tbits(a->ta), bb = tbits(a->tb), cb = tbits(a->tc), db = tbits(a->td);
-  for (int t = 0; t < CPU_LANES; t++) {
-    int r, c;
-    for (int i = 0; i < na; i++) {
-      lay_a(a, t, i, &r, &c);
-      double v = elem_f(a->ta, grp_elem(w, a, 1, t, i, ab));
-      A[r][c] = v; Ai[r][c] = (int64_t)v;
-    }
-    for (int i = 0; i < nb; i++) {
-      lay_b(a, t, i, &r, &c);
-      double v = elem_f(a->tb, grp_elem(w, a, 2, t, i, bb));
-      B[r][c] = v; Bi[r][c] = (int64_t)v;
-    }
-    for (int i = 0; i < nc; i++) {
-      lay_c(a, t, i, &r, &c);
-      double v = elem_f(a->tc, grp_elem(w, a, 3, t, i, cb));
-      Cm[r][c] = v; Ci[r][c] = (int64_t)v;
-    }
-  }
-  /* outputs after all inputs are read: D may share registers with C */
-  for (int t = 0; t < CPU_LANES; t++) {
-    for (int i = 0; i < nc; i++) {
-      int r, c;
-      lay_c(a, t, i, &r, &c);
-      uint8_t *d = (uint8_t *)grp_elem(w, a, 0, t, i, db);
-      if (ints) {
-        int64_t s = Ci[r][c];
-        for (int k = 0; k < K; k++) s += Ai[r][k] * Bi[k][c];
+  int na = M * K, nb = K * N, nc = M * N, db = tbits(a->td);
+  const int16_t *la = a->lay, *lb = la + na, *lc = lb + nb;
+  decode(w, a, 1, a->ta, na / 32, va);
+  decode(w, a, 2, a->tb, nb / 32, vb);
+  decode(w, a, 3, a->tc, nc / 32, vc);
+  for (int i = 0; i < na; i++) A[la[i]] = va[i];
+  for (int i = 0; i < nb; i++) Bt[lb[i]] = vb[i];
+  for (int i = 0; i < nc; i++) Cm[lc[i]] = vc[i];
+  for (int r = 0; r < M; r++)
+    for (int c = 0; c < N; c++) {
+      const double *ar = A + r * 32, *bc = Bt + c * 32;
+      if (ints) { /* |a b| < 2^16, K <= 32: exact in f64 */
+        int64_t s = (int64_t)Cm[r * 8 + c];
+        for (int k = 0; k < K; k++) s += (int64_t)(ar[k] * bc[k]);
         if (a->flags & CPU_F_SAT) s = s > INT32_MAX ? INT32_MAX : s < INT32_MIN ? INT32_MIN : s;
-        uint32_t u = (uint32_t)(uint64_t)s;
-        memcpy(d, &u, 4);
+        Dm[r * 8 + c] = (double)(int32_t)(uint32_t)(uint64_t)s;
         continue;
       }
-      double s = Cm[r][c];
-      for (int k = 0; k < K; k++) s += A[r][k] * B[k][c];
-      if (a->td == CUTE_T_F32) { float f = (float)s; memcpy(d, &f, 4); }
-      else if (a->td == CUTE_T_F64) memcpy(d, &s, 8);
-      else { uint16_t h = cpu_f2h(s, 1); memcpy(d, &h, 2); }
+      double s = Cm[r * 8 + c];
+      for (int k = 0; k < K; k++) s += ar[k] * bc[k];
+      Dm[r * 8 + c] = s;
     }
+  /* outputs after all inputs are read: D may share registers with C */
+  for (int i = 0; i < nc; i++) {
+    int t = i / (nc / 32), e = i % (nc / 32);
+    uint8_t *d = grp_elem(w, a, 0, t, e, db);
+    double s = Dm[lc[i]];
+    if (ints) { int32_t v = (int32_t)s; memcpy(d, &v, 4); }
+    else if (a->td == CUTE_T_F32) { float f = (float)s; memcpy(d, &f, 4); }
+    else if (a->td == CUTE_T_F64) memcpy(d, &s, 8);
+    else { uint16_t h = cpu_f2h(s, 1); memcpy(d, &h, 2); }
+  }
+  return 0;
+}
+
+/* the layouts as tables: A (r * 32 + c), B transposed (c * 32 + r), C (r * 8 + c),
+   each indexed by t * (elements per lane) + i */
+static int make_lay(cpu_asm_op *a) {
+  int na = a->m * a->k, nb = a->k * a->n, nc = a->m * a->n;
+  a->lay = malloc(sizeof *a->lay * (size_t)(na + nb + nc));
+  if (!a->lay) return -1;
+  int16_t *la = a->lay, *lb = la + na, *lc = lb + nb;
+  for (int t = 0; t < CPU_LANES; t++) {
+    int r, c;
+    for (int i = 0; i < na / 32; i++) { lay_a(a, t, i, &r, &c); la[t * (na / 32) + i] = (int16_t)(r * 32 + c); }
+    for (int i = 0; i < nb / 32; i++) { lay_b(a, t, i, &r, &c); lb[t * (nb / 32) + i] = (int16_t)(c * 32 + r); }
+    for (int i = 0; i < nc / 32; i++) { lay_c(a, t, i, &r, &c); lc[t * (nc / 32) + i] = (int16_t)(r * 8 + c); }
   }
   return 0;
 }
@@ -223,6 +249,7 @@ int cpu_tc_parse_mma(cpu_asm_op *a, const char *const *tok, int ntok) {
     for (int j = 0; j < want[g]; j++)
       if (!cpu_asm_is(a, g, j, g == 0, regbytes)) return 1;
   }
+  if (make_lay(a)) return 1;
   a->run = run_mma;
   return 0;
 }

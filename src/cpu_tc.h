@@ -32,6 +32,7 @@ struct cpu_asm_op {
   cpu_item *it; int nit;  /* the items of the groups, in text order */
   cpu_opnd *op; int nop;  /* the operands (constraint order: outputs, then inputs) */
   int nout;               /* op[0 .. nout-1] are the outputs */
+  int16_t *lay;           /* mma: the fragment layouts, precomputed (cpu_tc.c) */
 };
 enum { CPU_F_SAT = 1, CPU_F_TRANS = 2, CPU_F_STORE = 4, CPU_F_WAITALL = 8 };
 
