@@ -308,6 +308,29 @@ describe("the CPU target's tensor cores", function()
     end
   end)
 
+  it("movmatrix.sync.aligned.m8n8.trans.b16 transposes the fragment of an 8 x 8 b16 matrix", function()
+    local m = IR.new()
+    m:func("k", "kernel")
+    local src, dst = m:param("ptr.global.u32", "src"), m:param("ptr.global.u32", "dst")
+    local lane = m:sreg("tid.x")
+    local x = m:load(m:gep(src, lane))
+    local y = m:asm("u32", "movmatrix.sync.aligned.m8n8.trans.b16 $0, $1;", "=r,r", x)
+    m:store(m:gep(dst, lane), y)
+    m:ret()
+    local s, d = ffi.new("uint32_t[32]"), ffi.new("uint32_t[32]")
+    local function el(r, c) return r * 100 + c end -- element (r, c) of the matrix
+    for t = 0, 31 do
+      local r, q = math.floor(t / 4), t % 4
+      s[t] = el(r, 2 * q) + el(r, 2 * q + 1) * 65536
+    end
+    local rc, msg = run(m, { s, d })
+    assert.are.equal(0, rc, msg)
+    for t = 0, 31 do
+      local r, q = math.floor(t / 4), t % 4
+      assert.are.equal(el(2 * q, r) + el(2 * q + 1, r) * 65536, d[t], "lane " .. t)
+    end
+  end)
+
   describe("cp.async", function()
     it("copies 4, 8 and 16 bytes with src-size zero fill, at the thread's wait (a missing wait shows the old data)", function()
       local k = cute.kernel(function(G, Early, Mid, Late)

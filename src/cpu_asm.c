@@ -94,6 +94,7 @@ static const struct { const char *head; int (*parse)(cpu_asm_op *, const char *c
   { "mma", cpu_tc_parse_mma },
   { "ldmatrix", parse_ldmatrix },
   { "stmatrix", parse_stmatrix },
+  { "movmatrix", cpu_tc_parse_movmatrix },
   { "cp.async", parse_cp },
   { "ld", parse_ld },
   { "st", parse_st },

@@ -306,6 +306,32 @@ int cpu_tc_parse_matrix(cpu_asm_op *a, const char *const *tok, int ntok, int sto
   return 0;
 }
 
+/* movmatrix.sync.aligned.m8n8.trans.b16 d, a: the 8 x 8 b16 matrix held as
+   ldmatrix holds it (lane t: row t/4, elements 2(t%4), 2(t%4)+1) transposed */
+static int run_movmatrix(cpu_launch *L, const cpu_ins *in, cpu_warp *w, const cpu_asm_op *a) {
+  int rc = need_full(L, in, w, "movmatrix");
+  if (rc) return rc;
+  const cpu_opnd *d = cpu_asm_opnd(a, 0, 0), *s = cpu_asm_opnd(a, 1, 0);
+  uint16_t m[8][8];
+  for (int t = 0; t < CPU_LANES; t++) memcpy(&m[t >> 2][2 * (t & 3)], cpu_opnd_at(w, s, t), 4);
+  for (int t = 0; t < CPU_LANES; t++) {
+    uint16_t v[2] = { m[2 * (t & 3)][t >> 2], m[2 * (t & 3) + 1][t >> 2] };
+    memcpy(cpu_opnd_at(w, d, t), v, 4);
+  }
+  return 0;
+}
+
+int cpu_tc_parse_movmatrix(cpu_asm_op *a, const char *const *tok, int ntok) {
+  if (ntok != 6 || strcmp(tok[1], "sync") || strcmp(tok[2], "aligned") || strcmp(tok[3], "m8n8") ||
+      strcmp(tok[4], "trans") || strcmp(tok[5], "b16"))
+    return 1;
+  if (a->ngroups != 2 || a->g[0].kind != CPU_G_REG || a->g[1].kind != CPU_G_REG || !cpu_asm_is(a, 0, 0, 1, 4) ||
+      !cpu_asm_is(a, 1, 0, 0, 4))
+    return 1;
+  a->run = run_movmatrix;
+  return 0;
+}
+
 /* ---- cp.async ---------------------------------------------------------------------------- */
 
 /* Copies are queued per thread at issue (the source read then, through

@@ -53,6 +53,7 @@ static inline uint8_t *cpu_opnd_at(const cpu_warp *w, const cpu_opnd *o, int t) 
 /* cpu_tc.c: the rows' parsers (0: recognised) and runners */
 IR_HIDDEN int cpu_tc_parse_mma(cpu_asm_op *a, const char *const *tok, int ntok);
 IR_HIDDEN int cpu_tc_parse_matrix(cpu_asm_op *a, const char *const *tok, int ntok, int store);
+IR_HIDDEN int cpu_tc_parse_movmatrix(cpu_asm_op *a, const char *const *tok, int ntok);
 IR_HIDDEN int cpu_tc_parse_cpasync(cpu_asm_op *a, const char *const *tok, int ntok);
 IR_HIDDEN int cpu_tc_parse_cpasync_group(cpu_asm_op *a, const char *const *tok, int ntok);
 /* every access of memory by inline PTX: n bytes at host address addr for lane t
