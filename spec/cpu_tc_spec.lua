@@ -331,6 +331,26 @@ describe("the CPU target's tensor cores", function()
     end
   end)
 
+  it("the memory-ordering loads, stores and fences of cute.arch (ld.acquire, st.release, .relaxed, .volatile)", function()
+    local k = cute.kernel(function(F, G)
+      local t = cute.arch.thread_idx()
+      cute.arch.st_release(F, t, t * 3 + 1)
+      cute.arch.fence_acq_rel("gpu")
+      cute.arch.fence_sc("cta")
+      local v = cute.arch.ld_acquire(F, 31 - t, "sys") -- (another lane's store: the warp's lanes store in order first)
+      cute.arch.st_relaxed(G, t, cute.Int64(v) * 1000000000000, "gpu")
+      cute.arch.st_volatile(F, t + 32, cute.arch.ld_relaxed(F, t, "cta") + cute.arch.ld_volatile(F, t))
+    end, { name = "cpu_sys" })
+    local F, G = cute.zeros({ 64 }, cute.int32), cute.zeros({ 32 }, cute.int64)
+    k:launch { grid = 1, block = 32 }(F, G)
+    local f, g = F:to_table(), G:to_table()
+    for t = 0, 31 do
+      assert.are.equal(t * 3 + 1, f[t + 1])
+      assert.are.equal(2 * (t * 3 + 1), f[t + 33])
+      assert.are.equal(((31 - t) * 3 + 1) * 1000000000000, tonumber(g[t + 1]))
+    end
+  end)
+
   describe("cp.async", function()
     it("copies 4, 8 and 16 bytes with src-size zero fill, at the thread's wait (a missing wait shows the old data)", function()
       local k = cute.kernel(function(G, Early, Mid, Late)
