@@ -351,6 +351,22 @@ describe("the CPU target's tensor cores", function()
     end
   end)
 
+  it("elect.sync (cute.arch.elect_one) picks the lowest active lane; bar.warp.sync (sync_warp) passes", function()
+    local k = cute.kernel(function(X)
+      local t = cute.arch.thread_idx()
+      cute.arch.sync_warp()
+      if cute.arch.elect_one() then X[cute.arch.warp_idx()] = t end
+      -- (lanes of the member mask inactive: undefined in PTX; the engine picks the lowest active lane)
+      if t % 32 >= 5 then
+        if cute.arch.elect_one() then X[2 + cute.arch.warp_idx()] = t end
+      end
+    end, { name = "cpu_elect" })
+    local X = cute.zeros({ 4 }, cute.int32)
+    X:fill(-1)
+    k:launch { grid = 1, block = 64 }(X)
+    assert.are.same({ 0, 32, 5, 37 }, X:to_table())
+  end)
+
   describe("cp.async", function()
     it("copies 4, 8 and 16 bytes with src-size zero fill, at the thread's wait (a missing wait shows the old data)", function()
       local k = cute.kernel(function(G, Early, Mid, Late)

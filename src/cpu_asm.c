@@ -80,6 +80,33 @@ static int parse_membar(cpu_asm_op *a, const char *const *tok, int ntok) {
   return ntok == 2 ? parse_fence(a, t2, 3) : 1;
 }
 
+/* warp-level: bar.warp.sync (the lanes run in lock step: nothing to wait for) and
+   elect.sync _|p, membermask (p true in the lowest active member lane) */
+static int run_elect(cpu_launch *L, const cpu_ins *in, cpu_warp *w, const cpu_asm_op *a) {
+  (void)L; (void)in;
+  const cpu_item *mi = &a->it[a->g[1].first];
+  uint32_t mm = mi->kind == CPU_IT_IMM ? (uint32_t)mi->v : (uint32_t)cpu_opnd_u64(w, &a->op[mi->v], __builtin_ctz(w->mask));
+  uint32_t m = w->mask & mm;
+  int leader = m ? __builtin_ctz(m) : -1;
+  const cpu_opnd *p = cpu_asm_opnd(a, 0, 0);
+  for (int t = 0; t < CPU_LANES; t++) *cpu_opnd_at(w, p, t) = t == leader;
+  return 0;
+}
+static int parse_elect(cpu_asm_op *a, const char *const *tok, int ntok) {
+  if (ntok != 2 || strcmp(tok[1], "sync") || a->ngroups != 2 || a->g[0].count != 1 || a->g[1].count != 1 ||
+      !cpu_asm_is(a, 0, 0, 1, 1) || a->it[a->g[1].first].kind == CPU_IT_SINK)
+    return 1;
+  a->run = run_elect;
+  return 0;
+}
+static int parse_bar(cpu_asm_op *a, const char *const *tok, int ntok) {
+  if (ntok != 3 || strcmp(tok[1], "warp") || strcmp(tok[2], "sync") || a->ngroups != 1 || a->g[0].count != 1 ||
+      a->it[a->g[0].first].kind == CPU_IT_SINK)
+    return 1;
+  a->run = run_nop;
+  return 0;
+}
+
 static int parse_ldmatrix(cpu_asm_op *a, const char *const *tok, int ntok) { return cpu_tc_parse_matrix(a, tok, ntok, 0); }
 static int parse_stmatrix(cpu_asm_op *a, const char *const *tok, int ntok) { return cpu_tc_parse_matrix(a, tok, ntok, 1); }
 static int parse_cp(cpu_asm_op *a, const char *const *tok, int ntok) {
@@ -100,6 +127,8 @@ static const struct { const char *head; int (*parse)(cpu_asm_op *, const char *c
   { "st", parse_st },
   { "fence", parse_fence },
   { "membar", parse_membar },
+  { "elect", parse_elect },
+  { "bar", parse_bar },
 };
 
 /* ---- parsing ----------------------------------------------------------------------------- */
@@ -125,8 +154,9 @@ static int parse_item(cpu_asm_op *a, const char *s, size_t len, int *cap) {
   memcpy(buf, s, len);
   buf[len] = 0;
   char *end;
-  if (buf[0] == '$' && isdigit((unsigned char)buf[1])) {
-    long k = strtol(buf + 1, &end, 10);
+  int sinkor = buf[0] == '_' && buf[1] == '|'; /* "_|$N" (elect.sync: the lane index dropped) */
+  if ((buf[0] == '$' && isdigit((unsigned char)buf[1])) || (sinkor && buf[2] == '$' && isdigit((unsigned char)buf[3]))) {
+    long k = strtol(buf + (sinkor ? 3 : 1), &end, 10);
     if (*end || k >= a->nop) return 1;
     return push_item(a, CPU_IT_OP, k, cap) ? -1 : 0;
   }
