@@ -56,6 +56,7 @@ typedef struct cpu_warp {
   cpu_frame st[CPU_MAXDEPTH];
   uint8_t **vp;                    /* vp[ref] (negative refs: constants) */
   uint8_t *buf, *local;
+  uint8_t *ret;                    /* a device function's result slot (NULL in a kernel) */
   uint32_t tid[3][CPU_LANES];
 } cpu_warp;
 
@@ -74,6 +75,8 @@ struct cute_cpu_prog {
   char *out; size_t nout, capout; int oom;
   char *taken;
   uint64_t executed;
+  struct cpu_asm_op *asmv; int32_t nasm, capasm; /* parsed inline PTX (cpu_asm.c); ins->aux indexes it */
+  struct cute_cpu_prog **callee; int32_t ncallee; int depth; /* device functions called (call: ins->aux) */
 };
 
 /* a launch in progress */
@@ -85,6 +88,8 @@ typedef struct cpu_launch {
   uint64_t clock;
   cute_err *err;
   int failed;
+  size_t smem_size;    /* bytes of the block's shared memory (static + dynamic) */
+  struct cpu_async *async; /* cp.async copies not yet performed (cpu_tc.c) */
 } cpu_launch;
 
 /* cpu_exec.c */
@@ -100,5 +105,14 @@ IR_HIDDEN float cpu_bf2f(uint16_t h);
 /* cpu_mem.c: memory, sregs, warp ops, atomics, printf, assert; 0 or an error */
 IR_HIDDEN int cpu_side(cpu_launch *L, const cpu_ins *in, cpu_warp *w);
 IR_HIDDEN int cpu_side_ok(const cute_cpu_prog *p, const cpu_ins *in);
+
+/* cpu_asm.c: inline PTX parsed at preparation into internal ops (docs/CPU_TARGET.md,
+   "Tensor cores"); cpu_tc.c: tensor-core ops, cp.async, fp8 */
+IR_HIDDEN int cpu_asm_prepare(cute_cpu_prog *p, cpu_ins *in, cute_err *err); /* IR_ASM: 0 or an error */
+IR_HIDDEN int cpu_asm_exec(cpu_launch *L, const cpu_ins *in, cpu_warp *w);    /* IR_ASM, IR_PARAMADDR */
+IR_HIDDEN void cpu_asm_free(cute_cpu_prog *p);
+IR_HIDDEN void cpu_async_reset(cpu_launch *L, int free_all);  /* a block begins / the launch ends */
+IR_HIDDEN uint8_t cpu_f2f8(double x, int e5m2);   /* cvt.rn.satfinite.{e4m3,e5m2} */
+IR_HIDDEN double cpu_f82f(uint8_t b, int e5m2);   /* exact */
 
 #endif

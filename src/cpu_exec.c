@@ -38,20 +38,24 @@ static int elem_kind(const cute_ir *ir, int32_t t, int *nel) {
   if (t <= 0 || t >= ir->ntypes) return 0;
   const ir_type *ty = &ir->types[t];
   if (ty->kind == CUTE_T_VEC) { *nel = ty->n; return ty->elem; }
+  if (ty->kind == CUTE_T_ARR) { int en; int k = elem_kind(ir, ty->elem, &en); *nel = ty->n; return k; } /* fragments */
   if (t <= CUTE_T_F8E5M2) return t;
   return 0;
 }
 
 static int type_ok(const cute_ir *ir, int32_t t) {
   if (t <= 0 || t >= ir->ntypes) return 1; /* none */
-  int k = ir->types[t].kind;
-  return k != CUTE_T_ARR && k != CUTE_T_BYTES;
+  return ir->types[t].kind != CUTE_T_BYTES; /* by-value bytes: parameters and param.addr only */
 }
+static int is_bytes(const cute_ir *ir, int32_t t) { return t > 0 && t < ir->ntypes && ir->types[t].kind == CUTE_T_BYTES; }
 
 static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
 static void prog_free(cute_cpu_prog *p) {
   if (!p) return;
+  cpu_asm_free(p);
+  for (int i = 0; i < p->ncallee; i++) prog_free(p->callee[i]);
+  free(p->callee);
   free(p->ins); free(p->off); free(p->cbuf); free(p->cvp); free(p->out); free(p->taken);
   free(p);
 }
@@ -97,6 +101,26 @@ static int link_regions(cute_cpu_prog *p, cute_err *err) {
   return 0;
 }
 
+static int prog_build(struct cute_ir *ir, int32_t fi, int depth, cute_cpu_prog **out, cute_err *err);
+
+/* call: the device function prepared as a program of its own (its parameters'
+   slots are the caller's arguments'); 0 or an error */
+static int prep_call(cute_cpu_prog *p, cpu_ins *in, cute_err *err) {
+  cute_cpu_prog *c = NULL, **q;
+  if (p->depth >= 16) return unsupported(p, in->ref, err); /* (recursion) */
+  int rc = prog_build(p->ir, (int32_t)in->imm, p->depth + 1, &c, err);
+  if (rc) return rc;
+  if (c->static_smem || c->f->dynsmem) { prog_free(c); return unsupported(p, in->ref, err); }
+  if (!(q = realloc(p->callee, sizeof *q * (size_t)(p->ncallee + 1)))) {
+    prog_free(c);
+    return cute_err_setf(err, CUTE_E_NOMEM, "cute (cpu target): out of memory");
+  }
+  p->callee = q;
+  q[p->ncallee] = c;
+  in->aux = p->ncallee++;
+  return 0;
+}
+
 int cute_cpu_prog_new(struct cute_ir *ir, const char *name, cute_cpu_prog **out, cute_err *err) {
   if (out) *out = NULL;
   if (!ir || !out) return cute_err_setf(err, CUTE_E_ARG, "cute_cpu_prog_new: NULL argument");
@@ -104,9 +128,14 @@ int cute_cpu_prog_new(struct cute_ir *ir, const char *name, cute_cpu_prog **out,
   for (int32_t i = 1; i < ir->nfuncs && !fi; i++)
     if (ir->funcs[i].kind == CUTE_FN_KERNEL && (!name || !strcmp(ir_strget(ir, ir->funcs[i].name), name))) fi = i;
   if (!fi) return cute_err_setf(err, CUTE_E_ARG, "cute (cpu target): no kernel %s in the IR", name ? name : "");
+  return prog_build(ir, fi, 0, out, err);
+}
+
+static int prog_build(struct cute_ir *ir, int32_t fi, int depth, cute_cpu_prog **out, cute_err *err) {
   cute_cpu_prog *p = calloc(1, sizeof *p);
   if (!p) return cute_err_setf(err, CUTE_E_NOMEM, "cute (cpu target): out of memory");
   p->ir = ir;
+  p->depth = depth;
   p->f = &ir->funcs[fi];
   p->name = ir_strget(ir, p->f->name);
   p->n = p->f->ninst;
@@ -133,14 +162,15 @@ int cute_cpu_prog_new(struct cute_ir *ir, const char *name, cute_cpu_prog **out,
       int32_t at = ir_vtype(p->f, args[0]), an;
       in->ak = (uint8_t)elem_kind(ir, at, &an);
       in->asize = ir_tsize(ir, at);
-      if (!type_ok(ir, at)) rc = unsupported(p, r, err);
+      if (!type_ok(ir, at) && ii->op != IR_PARAMADDR) rc = unsupported(p, r, err);
     }
     if (ii->nargs > 1) {
       int bn;
       in->bk = (uint8_t)elem_kind(ir, ir_vtype(p->f, args[1]), &bn);
       in->bsize = ir_tsize(ir, ir_vtype(p->f, args[1]));
     }
-    if (!type_ok(ir, ii->type) || (ii->op == IR_PARAM && in->size > 8)) { rc = unsupported(p, r, err); break; }
+    if (ii->op == IR_PARAM && is_bytes(ir, ii->type)) in->aux = 1; /* by value: its slot holds its address */
+    else if (!type_ok(ir, ii->type) || (ii->op == IR_PARAM && in->size > 8)) { rc = unsupported(p, r, err); break; }
     if (ii->op == IR_GEP || ii->op == IR_SHARED || ii->op == IR_LOCAL || ii->op == IR_DYNSHARED) {
       const ir_type *pt = &ir->types[ii->type];
       int es = ir_tsize(ir, pt->elem);
@@ -161,7 +191,9 @@ int cute_cpu_prog_new(struct cute_ir *ir, const char *name, cute_cpu_prog **out,
       const ir_const *c = &p->f->cst[-in->a[2]];
       in->aux = ir_scalar_class(c->type) == 1 && c->bits < 0;
     }
-    if (!cpu_pure_ok(p, in) && !cpu_side_ok(p, in)) rc = unsupported(p, r, err);
+    if (ii->op == IR_ASM) rc = cpu_asm_prepare(p, in, err);
+    else if (ii->op == IR_CALL) rc = prep_call(p, in, err);
+    else if (ii->op != IR_PARAMADDR && !cpu_pure_ok(p, in) && !cpu_side_ok(p, in)) rc = unsupported(p, r, err);
     p->off[r] = NONE_OFF;
     if (in->size > 0 || ii->op == IR_FOR || ii->op == IR_VAR) {
       int sz = in->size > 0 ? in->size : 8;
@@ -261,6 +293,52 @@ static void pop_frame(cpu_warp *w, uint32_t keep_loop_dead) {
   w->mask = fr->saved & ~w->exited & ~dead;
 }
 
+static int run_warp(cpu_launch *L, cpu_warp *w);
+
+/* call: the device function runs for the caller's active lanes in a warp of
+   its own (its value buffer, its local memory), its result copied back */
+static int run_call(cpu_launch *L, const cpu_ins *in, cpu_warp *w) {
+  cute_cpu_prog *c = L->p->callee[in->aux];
+  const ir_inst *ii = &L->p->f->inst[in->ref];
+  const int32_t *args = ir_args(L->p->f, ii);
+  cpu_warp *cw = calloc(1, sizeof *cw);
+  uint8_t **vp = calloc((size_t)c->n + (size_t)c->ncst + 1, sizeof *vp);
+  uint8_t *buf = aligned_alloc(64, align_up(c->bufbytes, 64));
+  uint8_t *local = c->local_bytes ? aligned_alloc(64, align_up(c->local_bytes, 64)) : NULL;
+  int rc = 0;
+  if (!cw || !vp || !buf || (c->local_bytes && !local)) { rc = cpu_fail(L, in, "out of memory"); goto out; }
+  memset(buf, 0, c->bufbytes);
+  for (int32_t k = 1; k < c->ncst; k++) vp[c->ncst - k] = c->cvp[k];
+  cw->vp = vp + c->ncst;
+  for (int32_t r = 1; r < c->n; r++) cw->vp[r] = c->off[r] == NONE_OFF ? NULL : buf + c->off[r];
+  for (int j = 0; j < c->nparams; j++) cw->vp[j + 1] = w->vp[args[j]];
+  cw->buf = buf; cw->local = local;
+  cw->ret = in->size > 0 ? w->vp[in->ref] : NULL;
+  cw->index = w->index; cw->all = w->all; cw->mask = w->mask;
+  cw->pc = 1; cw->loop = -1; cw->state = CPU_RUN;
+  memcpy(cw->tid, w->tid, sizeof cw->tid);
+  cpu_launch L2 = *L;
+  L2.p = c;
+  rc = run_warp(&L2, cw);
+  L->async = L2.async; L->failed = L2.failed;
+  if (!rc && cw->state == CPU_WAIT) rc = cpu_fail(L, in, "a barrier inside device function %s is not supported on the CPU target yet", c->name);
+  if (c->nout) { /* its printf text, in order */
+    size_t need = L->p->nout + c->nout + 1;
+    if (need > L->p->capout) {
+      char *q = realloc(L->p->out, need * 2);
+      if (!q) { L->p->oom = 1; goto out; }
+      L->p->out = q; L->p->capout = need * 2;
+    }
+    memcpy(L->p->out + L->p->nout, c->out, c->nout + 1);
+    L->p->nout += c->nout;
+    c->nout = 0;
+  }
+  L->p->oom |= c->oom;
+out:
+  free(cw); free(vp); free(buf); free(local);
+  return rc;
+}
+
 /* Run warp w until it waits at a barrier, finishes or fails. */
 static int run_warp(cpu_launch *L, cpu_warp *w) {
   cute_cpu_prog *p = L->p;
@@ -346,7 +424,9 @@ static int run_warp(cpu_launch *L, cpu_warp *w) {
     }
     case IR_BREAK: w->st[w->loop].brk |= w->mask; w->mask = 0; break;
     case IR_CONTINUE: w->st[w->loop].cont |= w->mask; w->mask = 0; break;
-    case IR_RET: w->exited |= w->mask; w->mask = 0; break;
+    case IR_RET:
+      if (in->nargs && w->ret) copy_lanes(w->ret, w->vp[in->a[0]], in->asize, w->mask);
+      w->exited |= w->mask; w->mask = 0; break;
     case IR_VAR:
       if (in->nargs > 0) copy_lanes(w->vp[in->ref], w->vp[in->a[0]], in->size, w->mask);
       w->pc++;
@@ -354,6 +434,16 @@ static int run_warp(cpu_launch *L, cpu_warp *w) {
     case IR_VGET: copy_lanes(w->vp[in->ref], w->vp[in->a[0]], in->size, 0xffffffffu); w->pc++; continue;
     case IR_VSET: copy_lanes(w->vp[in->a[0]], w->vp[in->a[1]], ins[in->a[0]].size, w->mask); w->pc++; continue;
     case IR_PARAM: w->pc++; continue;
+    case IR_CALL:
+      rc = run_call(L, in, w);
+      if (rc) { p->executed += exec; return rc; }
+      w->pc++;
+      continue;
+    case IR_ASM: case IR_PARAMADDR: /* cpu_asm.c */
+      rc = cpu_asm_exec(L, in, w);
+      if (rc) { p->executed += exec; return rc; }
+      w->pc++;
+      continue;
     case IR_BAR:
       w->state = CPU_WAIT;
       w->bar_id = (int)in->imm;
@@ -415,6 +505,7 @@ static int release(cpu_warp *ws, int nw) {
 }
 
 static int run_block(cpu_launch *L, cpu_warp *ws, int nw, unsigned nthreads) {
+  cpu_async_reset(L, 0);
   for (int i = 0; i < nw; i++) warp_init(L, &ws[i], nthreads);
   for (;;) {
     int running = 0;
@@ -466,7 +557,9 @@ int cute_cpu_launch(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx
   /* the parameters, splatted */
   for (int j = 0; j < p->nparams; j++) {
     int sz = p->ins[j + 1].size;
-    for (int t = 0; t < CPU_LANES; t++) memcpy(L.pbuf + (size_t)j * 8 * CPU_LANES + (size_t)t * (size_t)sz, params[j], (size_t)sz);
+    const void *src = params[j];
+    if (p->ins[j + 1].aux) { src = &params[j]; sz = 8; } /* by-value bytes: their address (param.addr) */
+    for (int t = 0; t < CPU_LANES; t++) memcpy(L.pbuf + (size_t)j * 8 * CPU_LANES + (size_t)t * (size_t)sz, src, (size_t)sz);
   }
   for (int i = 0; i < nw; i++) {
     cpu_warp *w = &ws[i];
@@ -481,6 +574,7 @@ int cute_cpu_launch(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx
     for (int j = 0; j < p->nparams; j++) w->vp[j + 1] = L.pbuf + (size_t)j * 8 * CPU_LANES;
   }
   memset(L.smem, 0, shbytes);
+  L.smem_size = p->dyn_off + smem;
   for (unsigned z = 0; z < gz && !rc; z++)
     for (unsigned y = 0; y < gy && !rc; y++)
       for (unsigned x = 0; x < gx && !rc; x++) {
@@ -489,6 +583,7 @@ int cute_cpu_launch(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx
       }
   if (!rc && p->oom) rc = cute_err_setf(err, CUTE_E_NOMEM, "cute (cpu target): kernel %s: out of memory for printf output", p->name);
 out:
+  cpu_async_reset(&L, 1);
   free(ws); free(bufs); free(locals); free(vps); free(L.smem); free(L.pbuf);
   return rc;
 }

@@ -137,7 +137,9 @@ static int cvt(const cpu_ins *in, uint8_t *d, const uint8_t *a) {
   for (int i = 0; i < n; i++) {
     const uint8_t *s = a + (size_t)i * (size_t)ss;
     uint8_t *t = d + (size_t)i * (size_t)ds;
-    if (dk == CUTE_T_TF32) { /* cvt.rna.tf32.f32: to nearest, ties away, low 13 bits cleared */
+    if (dk >= CUTE_T_F8E4M3) *t = cpu_f2f8(rd_flt(sk, s), dk == CUTE_T_F8E5M2);
+    else if (sk >= CUTE_T_F8E4M3) wr_flt(dk, t, cpu_f82f(*s, sk == CUTE_T_F8E5M2), 1);
+    else if (dk == CUTE_T_TF32) { /* cvt.rna.tf32.f32: to nearest, ties away, low 13 bits cleared */
       uint32_t u;
       memcpy(&u, s, 4);
       if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & ~0x1fffu;
@@ -351,7 +353,9 @@ int cpu_pure_ok(const cute_cpu_prog *p, const cpu_ins *in) {
   if (op >= IR_EQ && op <= IR_ISNAN) return in->asize == ksize(k) && k && k != CUTE_T_TF32 && (is_flt(k) || op != IR_ISNAN);
   if (op == IR_SELECT) return 1;
   if (op == IR_CVT) {
-    if (!k || !in->sk || in->sk >= CUTE_T_F8E4M3 || k >= CUTE_T_F8E4M3) return 0;
+    if (in->sk >= CUTE_T_F8E4M3 || k >= CUTE_T_F8E4M3) /* fp8: from / to f32 and f16 (cpu_tc.c) */
+      { int o = in->sk >= CUTE_T_F8E4M3 ? k : in->sk; return in->nel == 1 && in->imm <= 1 && (o == CUTE_T_F32 || o == CUTE_T_F16); }
+    if (!k || !in->sk) return 0;
     if (in->sk == CUTE_T_TF32) return k == CUTE_T_F32 && in->imm == 0;
     if (k == CUTE_T_TF32) return in->sk == CUTE_T_F32;
     return in->nel == 1 || in->imm == 0;
@@ -406,7 +410,7 @@ int cpu_pure(const cute_cpu_prog *p, const cpu_ins *in, cpu_warp *w) {
     return 0;
   }
   case IR_INSERT: {
-    int s = in->size, es = ksize(in->sk);
+    int s = in->size, es = in->bsize; /* (an element of a vector, or of a fragment) */
     memcpy(d, a, (size_t)s * CPU_LANES);
     for (int t = 0; t < CPU_LANES; t++) memcpy(d + (size_t)t * (size_t)s + (size_t)in->imm * (size_t)es, b + (size_t)t * (size_t)es, (size_t)es);
     return 0;

@@ -75,6 +75,8 @@ local device_archs = {} -- device ordinal -> { arch =, portable = description or
 -- the portable target (also left in M.portable_device for messages)
 function M.device_arch(ordinal)
   local ok, rt = pcall(require, "cute.runtime")
+  local tc = package.loaded["cute.target_cpu"]
+  if tc and tc.active then return tc.arch end -- (the CPU target: the newest arch, so that every kernel traces)
   if not (ok and rt.available()) then return false end
   if ordinal == nil then
     -- the runtime's device (cute.set_device), without creating a context here
@@ -203,7 +205,7 @@ end
 -- the options to compile with now: an arch taken from the device follows the
 -- current device (kernels keep one cache per device); else self
 function Options:for_current_device(what)
-  if not self.from_device then return self end
+  if not self.from_device and self:given("arch") then return self end
   local a, port = M.device_arch()
   if not a or a == self.values.arch then return self end
   return derive(self, { arch = a }, what, port ~= nil or nil, true)

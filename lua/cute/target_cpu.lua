@@ -47,7 +47,7 @@ local function key(h) return tonumber(ffi.cast("uintptr_t", h)) end
 -- what cute.device(0) reports on the CPU target (the limits the engine keeps:
 -- 1024 threads a block; shared memory is host memory)
 local device_info = {
-  name = "cuteluajit CPU target (IR interpreter)", ordinal = 0, cc_major = 8, cc_minor = 0, sm_count = 1,
+  name = "cuteluajit CPU target (IR interpreter)", ordinal = 0, cc_major = 9, cc_minor = 0, sm_count = 1,
   warp_size = 32, max_threads_per_block = 1024, max_block_dim = { 1024, 1024, 64 },
   max_grid_dim = { 2147483647, 65535, 65535 }, max_threads_per_sm = 1024, max_blocks_per_sm = 1,
   regs_per_block = 65536, regs_per_sm = 65536, smem_per_block = 49152, smem_per_block_optin = 232448,
@@ -55,6 +55,11 @@ local device_info = {
   mem_clock_khz = 0, mem_bus_width = 0, cluster_launch = 0, integrated = 1, pci_bus_id = 0, pci_device_id = 0,
   total_mem = 0,
 }
+
+-- the arch kernels are traced for on the CPU target (compile.device_arch):
+-- the newest, so that every kernel traces and the engine refuses, at the
+-- launch, only the instructions it cannot run (docs/CPU_TARGET.md)
+M.arch = "sm_90a"
 
 -- the host's driver: memory, copies, streams, events, the launch
 local driver = {
