@@ -550,6 +550,10 @@ end
 local target = "no launch"
 if LAUNCH then
   local gpu = require("cute.runtime").available() and os.getenv("CUTE_TARGET") ~= "cpu"
+  if not gpu and os.getenv("CUTE_TARGET") == "gpu" then
+    io.write("kernel fuzzer: FUZZ_LAUNCH=1 with CUTE_TARGET=gpu, but there is no GPU\n0 passed, 1 failed\n")
+    os.exit(1)
+  end
   if not gpu then require("cute.target_cpu").install(os.getenv("CUTE_TARGET") ~= "cpu" and "kernel fuzzer" or nil) end
   target = gpu and "GPU" or "CPU target"
 end
