@@ -8,7 +8,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 for t in "$@"; do
   echo "== $t (ThreadSanitizer)"
-  TSAN_OPTIONS="halt_on_error=0 ${TSAN_OPTIONS:-}" "$t" > "$log" 2>&1
+  TSAN_OPTIONS="halt_on_error=0 suppressions=$(dirname "$0")/tsan.supp ${TSAN_OPTIONS:-}" "$t" > "$log" 2>&1
   grep -v '^cute.kernel .*source front end is off' "$log" | grep -E '^(threads|FAIL|skip)' | head -20
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
   if [ -z "$line" ]; then echo "no summary: counted as 1 failure"; tail -20 "$log"; F=$((F + 1)); continue; fi
