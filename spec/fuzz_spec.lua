@@ -1,7 +1,7 @@
 -- The fuzzers (docs/FUZZ.md) and what they found.  The fuzzers run in
 -- `make fuzz` and briefly in `make test` (tools/run_tests.sh); here: each
--- runs for a moment and its verdict can fail, and every bug they found stays
--- fixed (the smallest program that showed it).  No GPU needed.
+-- runs for a moment, and every bug they found stays fixed (the smallest
+-- program that showed it).  No GPU needed.
 local cute = require("cute")
 local cpu = require("cute.target_cpu")
 local util = dofile("spec/support/util.lua")
@@ -46,5 +46,24 @@ describe("regressions found by the kernel fuzzer (FUZZ_LAUNCH=1 on the CPU targe
   end)
   it("and in i64", function()
     assert.are.same({ 1, 2 ^ 62, -1 }, { run(2 ^ 62, 2 ^ 63 - 1024, 2 ^ 62, cute.int64) })
+  end)
+end)
+
+describe("the fuzzers run", function()
+  local exe = util.self_exe()
+  it("tools/fuzz_layout.lua (valid, mutated and random texts, ops on parsed values)", function()
+    local out, rc = util.sh("FUZZ_SECONDS=1 FUZZ_SEED=7 " .. exe .. " tools/fuzz_layout.lua")
+    assert.are.equal(0, rc, out)
+    local cases, parsed, rejected = out:match("(%d+) cases .-; (%d+) parsed, (%d+) rejected")
+    assert.is_truthy(cases, out)
+    assert.is_true(tonumber(parsed) > 100 and tonumber(rejected) > 100, out)
+    assert.is_truthy(out:find("\n" .. cases .. " passed, 0 failed\n", 1, true), out)
+  end)
+  it("tools/fuzz_kernels.lua with FUZZ_LAUNCH=1: each program launched on the CPU target", function()
+    local out, rc = util.sh("FUZZ_PROGRAMS=6 FUZZ_SEED=3 FUZZ_LAUNCH=1 CUTE_TARGET=cpu " .. exe ..
+      " tools/fuzz_kernels.lua")
+    assert.are.equal(0, rc, out)
+    assert.is_truthy(out:find("6 programs, %d+ rejected at their line, %d+ launches %(CPU target%)"), out)
+    assert.is_truthy(out:find("\n6 passed, 0 failed\n", 1, true), out)
   end)
 end)
