@@ -57,7 +57,7 @@ describe("the fuzzers run", function()
     local cases, parsed, rejected = out:match("(%d+) cases .-; (%d+) parsed, (%d+) rejected")
     assert.is_truthy(cases, out)
     assert.is_true(tonumber(parsed) > 100 and tonumber(rejected) > 100, out)
-    assert.is_truthy(out:find("\n" .. cases .. " passed, 0 failed\n", 1, true), out)
+    assert.is_truthy(out:find("\n" .. math.max(1, math.floor(cases / 1000)) .. " passed, 0 failed\n", 1, true), out)
   end)
   it("tools/fuzz_kernels.lua with FUZZ_LAUNCH=1: each program launched on the CPU target", function()
     local out, rc = util.sh("FUZZ_PROGRAMS=6 FUZZ_SEED=3 FUZZ_LAUNCH=1 CUTE_TARGET=cpu " .. exe ..
