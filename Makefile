@@ -8,8 +8,8 @@
 #   make bench    CPU benchmarks (bench/layout.lua, bench/compile.lua)
 #   make install  PREFIX (default /usr/local), DESTDIR: libcute.so.VERSION, headers,
 #                 Lua modules, cuteluajit, cuteluajit.pc; make uninstall (docs/EMBED.md)
-#   make test-tsan  the multi-lua_State C test under ThreadSanitizer
-#   make fuzz     longer fuzz run (FUZZ_SECONDS, default 60)
+#   make test-tsan  the multi-lua_State C tests (host_c, threads_c) under ThreadSanitizer
+#   make fuzz     longer fuzz run (FUZZ_SECONDS a fuzzer, default 60): IR, layout, kernels
 #
 # Variables: CC, LLVM_CONFIG, PTXAS (optional), JOBS.
 
@@ -158,6 +158,12 @@ $(B)/test_host_c: tests/host_c.c $(B)/libcute.so tests/check.h
 	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) -Iinclude -I$(LUAJIT_INC) -o $@ $< -L$(B) -lcute \
 	    -Wl,-rpath,'$$ORIGIN' -lluajit-5.1 -lpthread
 
+# several lua_States in several threads compiling and launching at once (docs/SOAK.md)
+$(B)/test_threads_c: tests/threads_c.c $(B)/libcute.so tests/check.h
+	@echo "  CC      $@"
+	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) -Iinclude -I$(LUAJIT_INC) -o $@ $< -L$(B) -lcute \
+	    -Wl,-rpath,'$$ORIGIN' -lluajit-5.1 -lpthread
+
 $(B)/test_compile_pool_c: tests/compile_pool_c.c $(B)/libcute.so tests/check.h
 	@echo "  CC      $@"
 	$(Q)$(CC) -std=gnu11 -O1 -g $(WARN) -Iinclude -o $@ $< -L$(B) -lcute -Wl,-rpath,'$$ORIGIN' -lluajit-5.1
@@ -174,7 +180,7 @@ $(B)/test_nccl_abi: tests/nccl_abi.c src/nccldef.h include/cute_nccl.h | $(B)/ob
 	@echo "  CC      $@"
 	$(Q)$(CC) -std=gnu11 -O1 $(WARN) -Iinclude -I$(NCCL_INC) -o $@ $<
 
-C_TESTS := $(B)/test_oracle_c $(B)/test_layout_errors_c $(B)/test_cuda_c $(B)/test_ir_c $(B)/test_host_c $(B)/test_compile_pool_c $(NCCL_ABI)
+C_TESTS := $(B)/test_oracle_c $(B)/test_layout_errors_c $(B)/test_cuda_c $(B)/test_ir_c $(B)/test_host_c $(B)/test_compile_pool_c $(B)/test_threads_c $(NCCL_ABI)
 
 $(B)/embed: examples/embed/embed.c $(B)/libcute.so
 	@echo "  CC      $@"
@@ -206,8 +212,14 @@ $(T)/libcute.so: $(TSAN_OBJS)
 $(T)/test_host_c: tests/host_c.c $(T)/libcute.so tests/check.h
 	$(Q)$(CC) -std=gnu11 -O1 -g -fsanitize=thread $(WARN) -Iinclude -I$(LUAJIT_INC) -o $@ $< -L$(T) -lcute \
 	    -Wl,-rpath,'$$ORIGIN' -lluajit-5.1 -lpthread
-test-tsan: all $(T)/test_host_c
-	TSAN_OPTIONS=halt_on_error=0 $(T)/test_host_c
+$(T)/test_threads_c: tests/threads_c.c $(T)/libcute.so tests/check.h
+	$(Q)$(CC) -std=gnu11 -O1 -g -fsanitize=thread $(WARN) -Iinclude -I$(LUAJIT_INC) -o $@ $< -L$(T) -lcute \
+	    -Wl,-rpath,'$$ORIGIN' -lluajit-5.1 -lpthread
+# (each program's last line is its summary; a ThreadSanitizer warning is a failure.
+# CUTE_TARGET=gpu as in tools/run_tests.sh: host_c tests the no-GPU launch error
+# with made-up device pointers; threads_c takes the CPU target itself without a GPU)
+test-tsan: all $(T)/test_host_c $(T)/test_threads_c
+	CUTE_TARGET=gpu sh tools/tsan_run.sh $(T)/test_host_c $(T)/test_threads_c
 
 install: all
 	sh tools/install.sh install "$(DESTDIR)$(PREFIX)" "$(PREFIX)" $(VERSION)
@@ -223,8 +235,12 @@ bench: all
 	$(B)/cuteluajit bench/layout.lua
 	$(B)/cuteluajit bench/compile.lua
 
+# (docs/FUZZ.md: the IR and layout fuzzers under ASan+UBSan, the kernel fuzzer
+# against its IR interpreter and plain Lua, launched on the CPU target)
 fuzz: all $(A)/cuteluajit
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-60} $(A)/cuteluajit tools/fuzz_ir.lua
+	FUZZ_SECONDS=$${FUZZ_SECONDS:-60} $(A)/cuteluajit tools/fuzz_layout.lua
+	FUZZ_SECONDS=$${FUZZ_SECONDS:-60} FUZZ_LAUNCH=1 CUTE_TARGET=cpu $(B)/cuteluajit tools/fuzz_kernels.lua
 
 bundle: all
 	sh tools/bundle.sh

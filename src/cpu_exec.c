@@ -264,17 +264,25 @@ static uint32_t for_cond(const cpu_ins *in, const cpu_warp *w, uint32_t m) {
   return r;
 }
 
-static void for_step(const cpu_ins *in, cpu_warp *w, uint32_t m) {
+/* iv += step for the lanes of m; returns the lanes where iv + step leaves the
+   type (the IR's for ends there, as the GPU code does: codegen_body.c) */
+static uint32_t for_step(const cpu_ins *in, cpu_warp *w, uint32_t m) {
   uint8_t *iv = w->vp[in->ref];
   const uint8_t *st = w->vp[in->a[2]];
+  uint32_t ov = 0;
   for (int t = 0; t < CPU_LANES; t++) {
     if (!(m >> t & 1)) continue;
-    switch (in->size) {
-    case 2: ((uint16_t *)iv)[t] = (uint16_t)(((uint16_t *)iv)[t] + ((const uint16_t *)st)[t]); break;
-    case 4: ((uint32_t *)iv)[t] += ((const uint32_t *)st)[t]; break;
-    case 8: ((uint64_t *)iv)[t] += ((const uint64_t *)st)[t]; break;
+    int o = 0;
+    switch (in->sk) {
+    case CUTE_T_I32: o = __builtin_add_overflow(((int32_t *)iv)[t], ((const int32_t *)st)[t], &((int32_t *)iv)[t]); break;
+    case CUTE_T_I64: o = __builtin_add_overflow(((int64_t *)iv)[t], ((const int64_t *)st)[t], &((int64_t *)iv)[t]); break;
+    case CUTE_T_U32: o = __builtin_add_overflow(((uint32_t *)iv)[t], ((const uint32_t *)st)[t], &((uint32_t *)iv)[t]); break;
+    case CUTE_T_U64: o = __builtin_add_overflow(((uint64_t *)iv)[t], ((const uint64_t *)st)[t], &((uint64_t *)iv)[t]); break;
+    case CUTE_T_I16: o = __builtin_add_overflow(((int16_t *)iv)[t], ((const int16_t *)st)[t], &((int16_t *)iv)[t]); break;
     }
+    ov |= (uint32_t)o << t;
   }
+  return ov;
 }
 
 static void copy_lanes(uint8_t *d, const uint8_t *s, int size, uint32_t m) {
@@ -408,8 +416,8 @@ static int run_warp(cpu_launch *L, cpu_warp *w) {
       fr->other &= ~fr->brk & ~w->exited;
       fr->cont = 0;
       if (op->op == IR_FOR) {
-        for_step(op, w, fr->other);
-        fr->other = for_cond(op, w, fr->other);
+        uint32_t ov = for_step(op, w, fr->other);
+        fr->other = for_cond(op, w, fr->other & ~ov);
       }
       if (fr->other) { w->mask = fr->other; w->pc = fr->opener + 1; continue; }
       pop_frame(w, 0);

@@ -9,6 +9,12 @@
 --     it makes must equal those of the same program run as plain Lua.
 --
 --   build/cuteluajit tools/fuzz_kernels.lua        FUZZ_SECONDS (default 10), FUZZ_SEED
+-- FUZZ_LAUNCH=1 also launches each program for real (one thread) with the same
+-- parameters, on the CPU target (CUTE_TARGET=cpu, or no GPU) or on the GPU, and
+-- its stores must equal plain Lua's too; FUZZ_RESULTS=file writes every launch's
+-- stores, one line each, so that two runs with the same FUZZ_SEED and
+-- FUZZ_PROGRAMS (a fixed number of programs instead of FUZZ_SECONDS) can be
+-- compared: GPU against CPU target (tools/gpu_fuzz.sh; docs/FUZZ.md).
 -- The last line is "N passed, N failed".
 local cute = require("cute")
 local bit = require("bit")
@@ -17,6 +23,10 @@ local SECONDS = tonumber(os.getenv("FUZZ_SECONDS") or "10")
 local SEED = tonumber(os.getenv("FUZZ_SEED") or tostring(os.time()))
 local VERBOSE = os.getenv("FUZZ_VERBOSE")
 local NOUT = 16
+local LAUNCH = (os.getenv("FUZZ_LAUNCH") or "") ~= "" and os.getenv("FUZZ_LAUNCH") ~= "0"
+local PROGRAMS = tonumber(os.getenv("FUZZ_PROGRAMS") or "")
+local RESULTS = os.getenv("FUZZ_RESULTS")
+local UNSET = -7777 -- what a launch's Out holds where the program stores nothing
 
 ---------------------------------------------------------------------------
 -- random numbers (our own generator: the same seed gives the same programs)
@@ -521,11 +531,39 @@ local function report(src, why)
   io.write(("FAIL (seed %d, program %d): %s\n%s\n\n"):format(SEED, passed + failed, why, src))
 end
 
+-- FUZZ_LAUNCH: the program launched for real (one thread), its 16 stores as text
+local results = RESULTS and assert(io.open(RESULTS, "w"))
+local launched = 0
+local function launch_stores(k, p1, p2, p3)
+  local init = {}
+  for i = 1, NOUT do init[i] = UNSET end
+  local Out = cute.from_host(init, cute.int32, { NOUT })
+  if VERBOSE then io.write(("launch (%d, %d, %d)\n"):format(p1, p2, p3)); io.flush() end
+  k:launch{ grid = 1, block = 1 }(Out, cute.Int32(p1), cute.Int32(p2), cute.Int32(p3))
+  local h = Out:to_host()
+  Out:free()
+  launched = launched + 1
+  local t = {}
+  for i = 0, NOUT - 1 do t[#t + 1] = h[i] == UNSET and "nil" or tostring(h[i]) end
+  return table.concat(t, " ")
+end
+local target = "no launch"
+if LAUNCH then
+  local gpu = require("cute.runtime").available() and os.getenv("CUTE_TARGET") ~= "cpu"
+  if not gpu and os.getenv("CUTE_TARGET") == "gpu" then
+    io.write("kernel fuzzer: FUZZ_LAUNCH=1 with CUTE_TARGET=gpu, but there is no GPU\n0 passed, 1 failed\n")
+    os.exit(1)
+  end
+  if not gpu then require("cute.target_cpu").install(os.getenv("CUTE_TARGET") ~= "cpu" and "kernel fuzzer" or nil) end
+  target = gpu and "GPU" or "CPU target"
+end
+
 local t0 = os.clock()
 local nprog = 0
-while os.clock() - t0 < SECONDS do
+while (PROGRAMS and nprog < PROGRAMS) or (not PROGRAMS and os.clock() - t0 < SECONDS) do
   nprog = nprog + 1
   local src = gen_program()
+  if VERBOSE == "2" then io.write(("program %d:\n%s\n"):format(nprog, src)) end
   local chunk, lerr0 = load(src)
   if not chunk then error(lerr0 .. "\n" .. src) end
   setfenv(chunk, setmetatable({ cute = cute }, { __index = _G }))
@@ -581,12 +619,28 @@ while os.clock() - t0 < SECONDS do
           good = false
           break
         end
+        if LAUNCH then
+          local ok2, dev = pcall(launch_stores, k, p1, p2, p3)
+          if results then results:write(("%d %d %d %d: %s\n"):format(nprog, p1, p2, p3, ok2 and dev or "error")) end
+          if not ok2 then
+            report(src, ("the launch on the %s failed (%d, %d, %d): %s"):format(target, p1, p2, p3, tostring(dev)))
+            good = false
+            break
+          elseif dev ~= show(want) then
+            report(src, ("different stores for (%d, %d, %d):\n  %s: %s\n  Lua: %s\n%s"):format(p1, p2, p3,
+              target, dev, show(want), ir))
+            good = false
+            break
+          end
+        end
       end
       if good then passed = passed + 1 end
     end
   end
   if failed >= 5 then break end
 end
-io.write(("kernel fuzzer: seed %d, %d programs, %d rejected at their line\n"):format(SEED, nprog, rejected))
+if results then results:close() end
+io.write(("kernel fuzzer: seed %d, %d programs, %d rejected at their line, %d launches (%s)\n"):format(SEED, nprog,
+  rejected, launched, target))
 io.write(("%d passed, %d failed\n"):format(passed, failed))
 os.exit(failed == 0 and 0 or 1)

@@ -71,5 +71,9 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:ha
   count_busted "specs under ASan+UBSan" $B/asan/cuteluajit $BUSTED --exclude-tags=slow,gpu spec
 FUZZ_SECONDS=${FUZZ_SECONDS:-20} count_plain "IR fuzzer (ASan)" $B/asan/cuteluajit tools/fuzz_ir.lua
 FUZZ_SECONDS=10 FUZZ_SEED=${FUZZ_SEED:-1} count_plain "kernel fuzzer" $B/cuteluajit tools/fuzz_kernels.lua
+FUZZ_SECONDS=${FUZZ_SECONDS:-20} count_plain "layout fuzzer (ASan)" $B/asan/cuteluajit tools/fuzz_layout.lua
+count_plain "kernel fuzzer, launched on the CPU target (docs/FUZZ.md)" env FUZZ_SECONDS=10 FUZZ_SEED=${FUZZ_SEED:-1} FUZZ_LAUNCH=1 CUTE_TARGET=cpu $B/cuteluajit tools/fuzz_kernels.lua
+[ "${TEST_ONLY:-}" != asan ] && count_plain "C threads: lua_States compiling and launching at once" $B/test_threads_c
+count_plain "soak: 300 kernels compiled, launched on the CPU target, freed (docs/SOAK.md)" env CUTE_TARGET=cpu $B/cuteluajit bench/soak.lua 300 30
 echo "$P passed, $F failed, $S skipped"
 [ "$F" -eq 0 ]

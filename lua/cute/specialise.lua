@@ -43,11 +43,17 @@ local NIL, ENTRY, BAD = {}, {}, {}
 M.NIL, M.ENTRY, M.BAD = NIL, ENTRY, BAD
 local NAN_KEY, NEGZERO_KEY = "n:nan", "n:-0"
 
-local str_keys = setmetatable({}, { __index = function(t, s)
+-- (a memo of string keys, bounded: a sweep over distinct string values must
+-- not keep every one forever; docs/SOAK.md)
+local str_keys, nstr_keys
+local str_mt = { __index = function(t, s)
   local v = "s:" .. s
-  rawset(t, s, v)
+  if nstr_keys >= 4096 then str_keys, nstr_keys = setmetatable({}, getmetatable(t)), 0 end
+  rawset(str_keys, s, v)
+  nstr_keys = nstr_keys + 1
   return v
-end })
+end }
+str_keys, nstr_keys = setmetatable({}, str_mt), 0
 local scalar_keys = setmetatable({}, { __index = function(t, c)
   local v = "#" .. tostring(c)
   rawset(t, c, v)

@@ -22,6 +22,7 @@ M.write = function(s) io.stdout:write(s) end
 
 pcall(ffi.cdef, "void *memset(void *s, int c, size_t n);")
 local owned = {} -- address of a host allocation -> the cdata holding it
+local live = { bytes = 0, count = 0, size = {} } -- what `owned` holds (M.live: bench/soak.lua)
 
 local function addr(p) return ffi.cast("void *", ffi.cast("uintptr_t", p)) end
 local function ok() return 0 end
@@ -73,10 +74,17 @@ local driver = {
     local a = ffi.cast("uint64_t", ffi.cast("uintptr_t", buf))
     a = a + (256 - a % 256) % 256
     owned[tonumber(a)] = buf
+    live.size[tonumber(a)] = tonumber(bytes)
+    live.bytes, live.count = live.bytes + tonumber(bytes), live.count + 1
     cell[0] = a
     return 0
   end,
-  cute_cuda_free = function(p) owned[tonumber(ffi.cast("uint64_t", p))] = nil; return 0 end,
+  cute_cuda_free = function(p)
+    local a = tonumber(ffi.cast("uint64_t", p))
+    if owned[a] then live.bytes, live.count = live.bytes - live.size[a], live.count - 1 end
+    owned[a], live.size[a] = nil, nil
+    return 0
+  end,
   cute_cuda_memset_d8 = function(p, v, n) C.memset(addr(p), v, n); return 0 end,
   cute_cuda_memset_d16 = function(p, v, n) return fill_n(p, v, n, 2) end,
   cute_cuda_memset_d32 = function(p, v, n) return fill_n(p, v, n, 4) end,
@@ -126,6 +134,9 @@ driver.cute_cuda_launch_cluster = function(fn, gx, gy, gz, bx, by, bz, _, _, _, 
   return driver.cute_cuda_launch(fn, gx, gy, gz, bx, by, bz, smem, stream, params, e)
 end
 M.driver = driver
+-- the host "device" memory still allocated: bytes, allocations (the CPU target's
+-- counterpart of cuMemGetInfo for leak checks: bench/soak.lua, docs/SOAK.md)
+function M.live() return live.bytes, live.count end
 
 -- Is the host driver the one in use?  (A test that swaps in a stub driver,
 -- or restores the GPU's, takes the process off the CPU target.)
