@@ -74,6 +74,9 @@ struct cute_cpu_prog {
   char *out; size_t nout, capout; int oom;
   char *taken;
   uint64_t executed;
+  int check;               /* checking mode: CUTE_CPU_CHECK_* bits (cpu_check.c) */
+  int32_t nloc;            /* the local arrays (cpu_check.c): offset, lane stride, bytes */
+  int64_t (*loc)[3];
 };
 
 /* a launch in progress */
@@ -85,6 +88,10 @@ typedef struct cpu_launch {
   uint64_t clock;
   cute_err *err;
   int failed;
+  /* bounds checks (cpu_check.c): the block's shared bytes; per instruction the range it hit last */
+  uint64_t slo, shi;
+  uint64_t (*hit)[2];
+  struct cpu_chk *chk; /* checking mode's state (NULL: off) */
 } cpu_launch;
 
 /* cpu_exec.c */
@@ -100,5 +107,31 @@ IR_HIDDEN float cpu_bf2f(uint16_t h);
 /* cpu_mem.c: memory, sregs, warp ops, atomics, printf, assert; 0 or an error */
 IR_HIDDEN int cpu_side(cpu_launch *L, const cpu_ins *in, cpu_warp *w);
 IR_HIDDEN int cpu_side_ok(const cute_cpu_prog *p, const cpu_ins *in);
+
+/* cpu_check.c: bounds checks of every access (kind: CPU_LD, CPU_ST, CPU_AT; x: a store's
+   values, NULL else); 0 or the launch error (nothing accessed), and the checking mode */
+enum { CPU_LD = 0, CPU_ST = 1, CPU_AT = 2 };
+IR_HIDDEN int cpu_access_slow(cpu_launch *L, const cpu_ins *in, cpu_warp *w, const uint64_t *pa, uint32_t m,
+                              int size, int kind, const uint8_t *x, uint64_t lo, uint64_t hi);
+static inline int cpu_access(cpu_launch *L, const cpu_ins *in, cpu_warp *w, const uint64_t *pa, uint32_t m,
+                             int size, int kind, const uint8_t *x) {
+  if (!m) return 0;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (int t = 0; t < CPU_LANES; t++) {
+    uint64_t a = (m >> t & 1) ? pa[t] : lo, b = (m >> t & 1) ? pa[t] : hi;
+    lo = a < lo ? a : lo; hi = b > hi ? b : hi;
+  }
+  hi += (uint64_t)size;
+  const uint64_t *h = L->hit[in->ref];
+  if (lo >= h[0] && hi <= h[1]) return 0;
+  return cpu_access_slow(L, in, w, pa, m, size, kind, x, lo, hi);
+}
+IR_HIDDEN void cpu_check_prepare(cute_cpu_prog *p);
+IR_HIDDEN int cpu_check_begin(cpu_launch *L, int nw, size_t shared_bytes);
+IR_HIDDEN void cpu_check_block(cpu_launch *L);
+IR_HIDDEN void cpu_check_epoch(cpu_launch *L); /* a barrier was released */
+IR_HIDDEN void cpu_check_end(cpu_launch *L);
+IR_HIDDEN int cpu_check_bar(cpu_launch *L, const cpu_ins *in, cpu_warp *w);
+IR_HIDDEN int cpu_check_release(cpu_launch *L, cpu_warp *ws, int nw);
 
 #endif

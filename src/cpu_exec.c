@@ -52,7 +52,7 @@ static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
 static void prog_free(cute_cpu_prog *p) {
   if (!p) return;
-  free(p->ins); free(p->off); free(p->cbuf); free(p->cvp); free(p->out); free(p->taken);
+  free(p->ins); free(p->off); free(p->cbuf); free(p->cvp); free(p->out); free(p->taken); free(p->loc);
   free(p);
 }
 void cute_cpu_prog_free(cute_cpu_prog *p) { prog_free(p); }
@@ -190,6 +190,7 @@ int cute_cpu_prog_new(struct cute_ir *ir, const char *name, cute_cpu_prog **out,
   }
   rc = link_regions(p, err);
   if (rc) { prog_free(p); return rc; }
+  cpu_check_prepare(p);
   *out = p;
   return 0;
 }
@@ -355,6 +356,7 @@ static int run_warp(cpu_launch *L, cpu_warp *w) {
     case IR_VSET: copy_lanes(w->vp[in->a[0]], w->vp[in->a[1]], ins[in->a[0]].size, w->mask); w->pc++; continue;
     case IR_PARAM: w->pc++; continue;
     case IR_BAR:
+      if ((rc = cpu_check_bar(L, in, w))) { p->executed += exec; return rc; }
       w->state = CPU_WAIT;
       w->bar_id = (int)in->imm;
       w->bar_count = (int)in->imm2;
@@ -416,6 +418,7 @@ static int release(cpu_warp *ws, int nw) {
 
 static int run_block(cpu_launch *L, cpu_warp *ws, int nw, unsigned nthreads) {
   for (int i = 0; i < nw; i++) warp_init(L, &ws[i], nthreads);
+  cpu_check_block(L);
   for (;;) {
     int running = 0;
     for (int i = 0; i < nw; i++) {
@@ -427,7 +430,10 @@ static int run_block(cpu_launch *L, cpu_warp *ws, int nw, unsigned nthreads) {
     int done = 1;
     for (int i = 0; i < nw; i++) done &= ws[i].state == CPU_DONE;
     if (done) return 0;
-    if (!release(ws, nw) && !running) {
+    int rc = cpu_check_release(L, ws, nw), rel = rc ? 0 : release(ws, nw);
+    if (rc) return rc;
+    if (rel && L->chk) cpu_check_epoch(L);
+    if (!rel && !running) {
       char msg[256];
       int k = 0;
       for (int i = 0; i < nw && k < 200; i++)
@@ -481,6 +487,9 @@ int cute_cpu_launch(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx
     for (int j = 0; j < p->nparams; j++) w->vp[j + 1] = L.pbuf + (size_t)j * 8 * CPU_LANES;
   }
   memset(L.smem, 0, shbytes);
+  L.slo = (uint64_t)(uintptr_t)L.smem;
+  L.shi = L.slo + (smem ? p->dyn_off + smem : p->static_smem);
+  if ((rc = cpu_check_begin(&L, nw, (size_t)(L.shi - L.slo)))) goto out;
   for (unsigned z = 0; z < gz && !rc; z++)
     for (unsigned y = 0; y < gy && !rc; y++)
       for (unsigned x = 0; x < gx && !rc; x++) {
@@ -489,6 +498,7 @@ int cute_cpu_launch(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx
       }
   if (!rc && p->oom) rc = cute_err_setf(err, CUTE_E_NOMEM, "cute (cpu target): kernel %s: out of memory for printf output", p->name);
 out:
+  cpu_check_end(&L);
   free(ws); free(bufs); free(locals); free(vps); free(L.smem); free(L.pbuf);
   return rc;
 }
