@@ -110,12 +110,12 @@ IR_HIDDEN int cpu_side_ok(const cute_cpu_prog *p, const cpu_ins *in);
 
 /* cpu_check.c: bounds checks of every access (kind: CPU_LD, CPU_ST, CPU_AT; x: a store's
    values, NULL else); 0 or the launch error (nothing accessed), and the checking mode */
-enum { CPU_LD = 0, CPU_ST = 1, CPU_AT = 2 };
+enum { CPU_LD = 0, CPU_ST = 1, CPU_AT = 2, CPU_INBOUNDS = 0x100 };
 IR_HIDDEN int cpu_access_slow(cpu_launch *L, const cpu_ins *in, cpu_warp *w, const uint64_t *pa, uint32_t m,
                               int size, int kind, const uint8_t *x, uint64_t lo, uint64_t hi);
 static inline int cpu_access(cpu_launch *L, const cpu_ins *in, cpu_warp *w, const uint64_t *pa, uint32_t m,
                              int size, int kind, const uint8_t *x) {
-  if (!m) return 0;
+  if (!m || ((in->aux & CPU_INBOUNDS) && !L->chk)) return 0;
   uint64_t lo = UINT64_MAX, hi = 0;
   for (int t = 0; t < CPU_LANES; t++) {
     uint64_t a = (m >> t & 1) ? pa[t] : lo, b = (m >> t & 1) ? pa[t] : hi;

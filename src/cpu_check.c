@@ -126,14 +126,37 @@ static void mem_describe(uint64_t a, uint64_t size, char *buf, size_t n) {
 
 /* ---- preparing a kernel ------------------------------------------------------------------ */
 
+/* Is ref r a pointer at a constant byte offset into a local or shared array
+   (its own, as a lane sees it)?  *off, *bytes: the offset and the array's
+   bytes; 0 when not known. */
+static int static_ptr(const cute_cpu_prog *p, int32_t r, int64_t *off, int64_t *bytes, int depth) {
+  if (r <= 0 || r >= p->n || depth > 8) return 0;
+  const cpu_ins *in = &p->ins[r];
+  if (in->op == IR_LOCAL || in->op == IR_SHARED) {
+    const ir_type *pt = &p->ir->types[p->f->inst[r].type];
+    *off = 0;
+    *bytes = (int64_t)ir_tsize(p->ir, pt->elem) * in->imm;
+    return 1;
+  }
+  if (in->op != IR_GEP || in->a[1] >= 0 || !static_ptr(p, in->a[0], off, bytes, depth + 1)) return 0;
+  const ir_const *c = &p->f->cst[-in->a[1]];
+  int64_t k = c->bits; /* (integers: sign- or zero-extended by their type) */
+  if (k < -((int64_t)1 << 40) || k > ((int64_t)1 << 40)) return 0;
+  *off += k * in->aux;
+  return 1;
+}
+
 void cpu_check_prepare(cute_cpu_prog *p) {
   int nloc = 0;
   for (int32_t r = 1; r < p->n; r++) {
     cpu_ins *in = &p->ins[r];
     if (in->op == IR_LOAD || in->op == IR_STORE || in->op == IR_ATOM || in->op == IR_CAS) {
-      /* aux: the pointer's address space */
+      /* aux: the pointer's address space, | CPU_INBOUNDS when a constant offset into a
+         local or static shared array proves every access in bounds */
       int32_t pt = ir_vtype(p->f, in->a[0]);
+      int64_t off, bytes, size = in->op == IR_STORE ? in->bsize : in->size;
       in->aux = pt > 0 && pt < p->ir->ntypes && p->ir->types[pt].kind == CUTE_T_PTR ? p->ir->types[pt].n : 0;
+      if (static_ptr(p, in->a[0], &off, &bytes, 0) && off >= 0 && off + size <= bytes) in->aux |= CPU_INBOUNDS;
     }
     nloc += in->op == IR_LOCAL;
   }
@@ -159,6 +182,7 @@ typedef struct shb {     /* one shared byte */
   uint16_t wthr, rthr;   /* their threads (linear in the block) */
   uint8_t wat, rat;      /* atomic? (reads: all of them) */
   uint8_t rmulti, init;  /* read by several warps in the epoch; written in this block */
+  uint8_t wmulti;        /* written (atomically) by several warps in the epoch */
 } shb;
 
 struct cpu_chk {
@@ -255,7 +279,7 @@ static int shared_access(cpu_launch *L, const cpu_ins *in, cpu_warp *w, const ui
                         "wrote byte %" PRIu64 " before (thread (%u,%u,%u))", kind_name(kind), size, off,
                         off + (uint64_t)b, w->tid[0][t], w->tid[1][t], w->tid[2][t]);
       if (flags & CUTE_CPU_CHECK_RACE) {
-        int other_w = s->wep == E && s->wthr / CPU_LANES != (unsigned)W && !(at && s->wat);
+        int other_w = s->wep == E && (s->wmulti || s->wthr / CPU_LANES != (unsigned)W) && !(at && s->wat);
         if (other_w) return race(L, in, w, t, kind, off + (uint64_t)b, s->wat ? "atomic" : "store", s->wthr, s->wref);
         if (wr && s->rep == E && (s->rmulti || s->rthr / CPU_LANES != (unsigned)W) && !(at && s->rat))
           return race(L, in, w, t, kind, off + (uint64_t)b, s->rat ? "atomic" : "load", s->rthr, s->rref);
@@ -263,7 +287,7 @@ static int shared_access(cpu_launch *L, const cpu_ins *in, cpu_warp *w, const ui
           int t2 = s->wthr % CPU_LANES;
           uint64_t b2 = pa[t] + (uint64_t)b - pa[t2];
           if (x[(size_t)t2 * (size_t)size + b2] != x[(size_t)t * (size_t)size + (size_t)b])
-            return race(L, in, w, t, kind, off + (uint64_t)b, "store of another value in the same instruction",
+            return race(L, in, w, t, kind, off + (uint64_t)b, "store (of another value, in the same instruction)",
                         s->wthr, s->wref);
         }
       }
@@ -274,7 +298,12 @@ static int shared_access(cpu_launch *L, const cpu_ins *in, cpu_warp *w, const ui
           s->rat &= (uint8_t)at;
         }
       }
-      if (wr) { s->wep = E; s->wseq = seq; s->wthr = (uint16_t)thr; s->wref = in->ref; s->wat = (uint8_t)at; s->init = 1; }
+      if (wr) {
+        int other = s->wep == E && s->wthr / CPU_LANES != (unsigned)W;
+        s->wmulti = s->wep == E && (s->wmulti || other);
+        if (!other || !s->wmulti) { s->wthr = (uint16_t)thr; s->wref = in->ref; } /* (keep another warp's for reports) */
+        s->wep = E; s->wseq = seq; s->wat = (uint8_t)at; s->init = 1;
+      }
     }
   }
   return 0;
@@ -302,7 +331,7 @@ int cpu_access_slow(cpu_launch *L, const cpu_ins *in, cpu_warp *w, const uint64_
                     int kind, const uint8_t *x, uint64_t lo, uint64_t hi) {
   uint64_t *hit = L->hit[in->ref];
   (void)lo; (void)hi;
-  int as = (int)in->aux, global = 0, shared = 0;
+  int as = (int)(in->aux & 0xff), global = 0, shared = 0;
   uint64_t glo = 0, ghi = 0;
   char why[400];
   for (int t = 0; t < CPU_LANES; t++) {
@@ -311,11 +340,11 @@ int cpu_access_slow(cpu_launch *L, const cpu_ins *in, cpu_warp *w, const uint64_
     if (as == CUTE_AS_SHARED || (as == CUTE_AS_GENERIC && a >= L->slo && a < L->shi)) {
       if (a >= L->slo && a + (uint64_t)size <= L->shi && a + (uint64_t)size > a) { shared = 1; continue; }
       uint64_t n = L->shi - L->slo;
-      if (a >= L->slo) snprintf(why, sizeof why, "%" PRIu64 " bytes past the end of the block's %" PRIu64
+      if (a >= L->shi) snprintf(why, sizeof why, "%" PRIu64 " bytes past the end of the block's %" PRIu64
                                 " bytes of shared memory", a - L->shi, n);
       else snprintf(why, sizeof why, "%" PRIu64 " bytes before the start of the block's %" PRIu64
                     " bytes of shared memory", L->slo - a, n);
-      if (a < L->shi) snprintf(why, sizeof why, "its last %" PRIu64 " bytes past the end of the block's %" PRIu64
+      if (a >= L->slo && a < L->shi) snprintf(why, sizeof why, "its last %" PRIu64 " bytes past the end of the block's %" PRIu64
                                " bytes of shared memory", a + (uint64_t)size - L->shi, n);
       return oob(L, in, w, t, a, size, kind, why);
     }
@@ -367,8 +396,8 @@ int cpu_check_bar(cpu_launch *L, const cpu_ins *in, cpu_warp *w) {
 }
 
 /* before the barriers are released: the warps waiting at one barrier wait at
-   one instruction, and none ended the kernel (without `return`) past a
-   block-wide barrier the others wait at */
+   one instruction (warps that finished, by `return` or at the kernel's end,
+   are not waited for: the engine's rule and the GPU's) */
 int cpu_check_release(cpu_launch *L, cpu_warp *ws, int nw) {
   if (!L->chk || !(L->p->check & CUTE_CPU_CHECK_SYNC)) return 0;
   for (int i = 0; i < nw; i++) {
@@ -377,18 +406,11 @@ int cpu_check_release(cpu_launch *L, cpu_warp *ws, int nw) {
     for (int j = 0; j < nw; j++) {
       char at[300];
       const cpu_warp *o = &ws[j];
-      uint32_t left = o->all & ~o->exited;
       if (o->state == CPU_WAIT && o->bar_id == ws[i].bar_id && o->pc != ws[i].pc) {
         where(L, o->pc - 1, at, sizeof at);
         return cpu_fail(L, bi, "barrier divergence: warp %d waits at barrier %d here, warp %d at another barrier "
                         "instruction at %s (thread (%u,%u,%u))", i, ws[i].bar_id, j, at, ws[i].tid[0][0],
                         ws[i].tid[1][0], ws[i].tid[2][0]);
-      }
-      if (o->state == CPU_DONE && left && ws[i].bar_count == 0) {
-        int t = __builtin_ctz(left);
-        return cpu_fail(L, bi, "barrier divergence: warp %d waits at barrier %d, but thread (%u,%u,%u) of warp %d "
-                        "reached the kernel's end without it (thread (%u,%u,%u))", i, ws[i].bar_id, o->tid[0][t],
-                        o->tid[1][t], o->tid[2][t], j, ws[i].tid[0][0], ws[i].tid[1][0], ws[i].tid[2][0]);
       }
     }
   }
