@@ -395,8 +395,8 @@ int cpu_check_bar(cpu_launch *L, const cpu_ins *in, cpu_warp *w) {
                   w->tid[1][a], w->tid[2][a]);
 }
 
-/* before the barriers are released: the warps waiting at one barrier wait at
-   one instruction (warps that finished, by `return` or at the kernel's end,
+/* before the barriers are released: the warps waiting at one block-wide
+   barrier (no thread count) wait at one instruction (warps that finished, by `return` or at the kernel's end,
    are not waited for: the engine's rule and the GPU's) */
 int cpu_check_release(cpu_launch *L, cpu_warp *ws, int nw) {
   if (!L->chk || !(L->p->check & CUTE_CPU_CHECK_SYNC)) return 0;
@@ -406,7 +406,8 @@ int cpu_check_release(cpu_launch *L, cpu_warp *ws, int nw) {
     for (int j = 0; j < nw; j++) {
       char at[300];
       const cpu_warp *o = &ws[j];
-      if (o->state == CPU_WAIT && o->bar_id == ws[i].bar_id && o->pc != ws[i].pc) {
+      if (o->state == CPU_WAIT && o->bar_id == ws[i].bar_id && o->pc != ws[i].pc && ws[i].bar_count == 0 &&
+          o->bar_count == 0) {
         where(L, o->pc - 1, at, sizeof at);
         return cpu_fail(L, bi, "barrier divergence: warp %d waits at barrier %d here, warp %d at another barrier "
                         "instruction at %s (thread (%u,%u,%u))", i, ws[i].bar_id, j, at, ws[i].tid[0][0],
