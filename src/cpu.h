@@ -116,15 +116,20 @@ IR_HIDDEN int cpu_access_slow(cpu_launch *L, const cpu_ins *in, cpu_warp *w, con
 static inline int cpu_access(cpu_launch *L, const cpu_ins *in, cpu_warp *w, const uint64_t *pa, uint32_t m,
                              int size, int kind, const uint8_t *x) {
   if (!m || ((in->aux & CPU_INBOUNDS) && !L->chk)) return 0;
-  uint64_t lo = UINT64_MAX, hi = 0;
+  /* hit: the range [h0, h0 + n + size - 1) this instruction hit last as h0, n (0: none); the
+     lanes' offsets from h0 OR-ed (>= each of them) below n: all in (one vectorised loop) */
+  const uint64_t *h = L->hit[in->ref];
+  uint64_t acc = 0, h0 = h[0];
+  if (m == 0xffffffffu) for (int t = 0; t < CPU_LANES; t++) acc |= pa[t] - h0;
+  else for (int t = 0; t < CPU_LANES; t++) acc |= (pa[t] - h0) & (0 - (uint64_t)(m >> t & 1));
+  if (acc < h[1]) return 0;
+  uint64_t lo = UINT64_MAX, hi = 0; /* exactly: the lowest and highest lane */
   for (int t = 0; t < CPU_LANES; t++) {
     uint64_t a = (m >> t & 1) ? pa[t] : lo, b = (m >> t & 1) ? pa[t] : hi;
     lo = a < lo ? a : lo; hi = b > hi ? b : hi;
   }
-  hi += (uint64_t)size;
-  const uint64_t *h = L->hit[in->ref];
-  if (lo >= h[0] && hi <= h[1]) return 0;
-  return cpu_access_slow(L, in, w, pa, m, size, kind, x, lo, hi);
+  if (lo >= h0 && hi - h0 < h[1]) return 0;
+  return cpu_access_slow(L, in, w, pa, m, size, kind, x, lo, hi + (uint64_t)size);
 }
 IR_HIDDEN void cpu_check_prepare(cute_cpu_prog *p);
 IR_HIDDEN int cpu_check_begin(cpu_launch *L, int nw, size_t shared_bytes);

@@ -138,6 +138,7 @@ static int static_ptr(const cute_cpu_prog *p, int32_t r, int64_t *off, int64_t *
     *bytes = (int64_t)ir_tsize(p->ir, pt->elem) * in->imm;
     return 1;
   }
+  if (in->op == IR_PTRCAST) return static_ptr(p, in->a[0], off, bytes, depth + 1);
   if (in->op != IR_GEP || in->a[1] >= 0 || !static_ptr(p, in->a[0], off, bytes, depth + 1)) return 0;
   const ir_const *c = &p->f->cst[-in->a[1]];
   int64_t k = c->bits; /* (integers: sign- or zero-extended by their type) */
@@ -373,8 +374,9 @@ int cpu_access_slow(cpu_launch *L, const cpu_ins *in, cpu_warp *w, const uint64_
     }
     global++;
   }
-  if (global == 1 && !shared) { hit[0] = glo; hit[1] = ghi; }
-  else if (shared && !global && !L->chk) { hit[0] = L->slo; hit[1] = L->shi; }
+  /* (the range, as cpu_access keeps it: base, and how many lane addresses are in bounds) */
+  if (global == 1 && !shared) { hit[0] = glo; hit[1] = ghi - glo - (uint64_t)size + 1; }
+  else if (shared && !global && !L->chk) { hit[0] = L->slo; hit[1] = L->shi - L->slo - (uint64_t)size + 1; }
   if (shared && L->chk) {
     if (global) return 0; /* (a generic access over two spaces: not tracked) */
     return shared_access(L, in, w, pa, m, size, kind, x);
