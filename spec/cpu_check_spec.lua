@@ -119,6 +119,21 @@ describe("the CPU target's bounds checks", function()
     assert.are.equal(1, A:to_host()[63])
   end)
 
+  it("a lane's local array is checked against its own bytes", function()
+    local k = cute.kernel(function(A, n)
+      local t = cute.arch.thread_idx()
+      local f = cute.make_fragment(4, f32)
+      for i in cute.range(0, 4) do f[i] = t + i end
+      A[t] = f[n + t % 2] -- @oob-local
+    end, { name = "chk_local" })
+    local A = cute.zeros({ 64 }, f32)
+    k:launch{ grid = 1, block = 64 }(A, cute.Int32(2))
+    assert.are.equal(63 + 3, A:to_host()[63])
+    launch_error(function() k:launch{ grid = 1, block = 64 }(A, cute.Int32(3)) end,
+      "kernel chk_local: out-of-bounds load of 4 bytes at", "(outside thread (1,0,0)'s local arrays) (thread (1,0,0)) " ..
+      at("@oob-local"))
+  end)
+
   it("memory that is no tensor is not device memory; registered host memory is", function()
     pcall(ffi.cdef, "void *malloc(size_t size); void free(void *p);")
     local big = ffi.C.malloc(4 * 2 ^ 20) -- (a mapping of its own: far from the tensors)
@@ -294,6 +309,20 @@ describe("the CPU target's checking mode", function()
       A[t] = s[t] -- @uninit-block
     end, { check = true, name = "chk_uninit2" })
     launch_error(function() k2:launch{ grid = 2, block = 64 }(A) end, at("@uninit-block") .. "(1,0,0))")
+  end)
+
+  it("reading a local-array byte its lane never wrote is an uninitialised read", function()
+    local k = cute.kernel(function(A, n)
+      local t = cute.arch.thread_idx()
+      local f = cute.make_fragment(4, f32)
+      for i in cute.range(0, n) do f[i] = 1.0 end
+      A[t] = f[3] -- @uninit-local
+    end, { check = true, name = "chk_uninit_local" })
+    local A = cute.zeros({ 64 }, f32)
+    k:launch{ grid = 1, block = 64 }(A, cute.Int32(4))
+    launch_error(function() k:launch{ grid = 1, block = 64 }(A, cute.Int32(3)) end,
+      "kernel chk_uninit_local: uninitialised load of 4 bytes of thread (0,0,0)'s local array: byte 0 was never " ..
+      "written (thread (0,0,0)) " .. at("@uninit-local"))
   end)
 
   it("the option is checked; CUTE_CHECK turns the mode on for every kernel", function()
