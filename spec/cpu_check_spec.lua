@@ -198,11 +198,11 @@ describe("the CPU target's checking mode", function()
   it("two threads writing one shared word without sync_threads: a race at both lines", function()
     local A = cute.zeros({ 65 }, f32)
     launch_error(function() two_writers(false):launch{ grid = 1, block = 64 }(A) end,
-      "kernel chk_race: shared-memory race: store at shared offset 4 after a store of the same byte by thread " ..
+      "kernel chk_race: shared-memory race: store of 4 bytes at shared offset 4 (its byte 0) after a store of the same byte by thread " ..
       "(0,0,0) at " .. where("@race-first") .. " with no barrier between them (thread (32,0,0)) " ..
       at("@race-second"))
     launch_error(function() two_writers(false, true):launch{ grid = 1, block = 64 }(A) end,
-      "shared-memory race: load at shared offset 4 after a store of the same byte by thread (0,0,0) at " ..
+      "shared-memory race: load of 4 bytes at shared offset 4 (its byte 0) after a store of the same byte by thread (0,0,0) at " ..
       where("@race-first"), at("@race-read"))
   end)
 
@@ -224,7 +224,7 @@ describe("the CPU target's checking mode", function()
     end, { check = true, name = "chk_lanes" })
     local A = cute.zeros({ 32 }, i32)
     launch_error(function() k:launch{ grid = 1, block = 32 }(A, false) end,
-      "shared-memory race: store at shared offset 0 after a store (of another value, in the same instruction) of " ..
+      "shared-memory race: store of 4 bytes at shared offset 0 (its byte 0) after a store (of another value, in the same instruction) of " ..
       "the same byte by thread (0,0,0)", "(thread (1,0,0)) " .. at("@race-lanes"))
     k:launch{ grid = 1, block = 32 }(A, true)
     assert.are.equal(7, A:to_host()[31])
@@ -245,7 +245,7 @@ describe("the CPU target's checking mode", function()
     k:launch{ grid = 3, block = 96 }(A, false)
     assert.are.equal(96, A:to_host()[0])
     launch_error(function() k:launch{ grid = 1, block = 96 }(A, true) end,
-      "shared-memory race: load at shared offset 0 after a atomic of the same byte by thread", at("@race-peek"))
+      "shared-memory race: load of 4 bytes at shared offset 0 (its byte 0) after an atomic of the same byte by thread", at("@race-peek"))
   end)
 
   it("a sync_threads reached by part of a warp is barrier divergence", function()

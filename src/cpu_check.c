@@ -252,15 +252,17 @@ static int oob(cpu_launch *L, const cpu_ins *in, cpu_warp *w, int t, uint64_t a,
 
 /* ---- shared memory in checking mode ------------------------------------------------------- */
 
-static int race(cpu_launch *L, const cpu_ins *in, cpu_warp *w, int t, int kind, uint64_t off, const char *prev,
-                unsigned pthr, int32_t pref) {
+static int race(cpu_launch *L, const cpu_ins *in, cpu_warp *w, int t, int kind, int size, uint64_t off, int b,
+                const char *prev, unsigned pthr, int32_t pref) {
   unsigned o[3];
   char at[300];
   thr_xyz(L, pthr, o);
   where(L, pref, at, sizeof at);
-  return cpu_fail(L, in, "shared-memory race: %s at shared offset %" PRIu64 " after a %s of the same byte by thread "
-                  "(%u,%u,%u) at %s with no barrier between them (thread (%u,%u,%u))", kind_name(kind), off, prev,
-                  o[0], o[1], o[2], at, w->tid[0][t], w->tid[1][t], w->tid[2][t]);
+  char byte[64] = "";
+  if (size > 1) snprintf(byte, sizeof byte, " (its byte %d)", b);
+  return cpu_fail(L, in, "shared-memory race: %s of %d bytes at shared offset %" PRIu64 "%s after %s of the same "
+                  "byte by thread (%u,%u,%u) at %s with no barrier between them (thread (%u,%u,%u))", kind_name(kind),
+                  size, off, byte, prev, o[0], o[1], o[2], at, w->tid[0][t], w->tid[1][t], w->tid[2][t]);
 }
 
 static int shared_access(cpu_launch *L, const cpu_ins *in, cpu_warp *w, const uint64_t *pa, uint32_t m, int size,
@@ -281,14 +283,14 @@ static int shared_access(cpu_launch *L, const cpu_ins *in, cpu_warp *w, const ui
                         off + (uint64_t)b, w->tid[0][t], w->tid[1][t], w->tid[2][t]);
       if (flags & CUTE_CPU_CHECK_RACE) {
         int other_w = s->wep == E && (s->wmulti || s->wthr / CPU_LANES != (unsigned)W) && !(at && s->wat);
-        if (other_w) return race(L, in, w, t, kind, off + (uint64_t)b, s->wat ? "atomic" : "store", s->wthr, s->wref);
+        if (other_w) return race(L, in, w, t, kind, size, off, b, s->wat ? "an atomic" : "a store", s->wthr, s->wref);
         if (wr && s->rep == E && (s->rmulti || s->rthr / CPU_LANES != (unsigned)W) && !(at && s->rat))
-          return race(L, in, w, t, kind, off + (uint64_t)b, s->rat ? "atomic" : "load", s->rthr, s->rref);
+          return race(L, in, w, t, kind, size, off, b, s->rat ? "an atomic" : "a load", s->rthr, s->rref);
         if (kind == CPU_ST && s->wep == E && s->wseq == seq && s->wthr != thr) {
           int t2 = s->wthr % CPU_LANES;
           uint64_t b2 = pa[t] + (uint64_t)b - pa[t2];
           if (x[(size_t)t2 * (size_t)size + b2] != x[(size_t)t * (size_t)size + (size_t)b])
-            return race(L, in, w, t, kind, off + (uint64_t)b, "store (of another value, in the same instruction)",
+            return race(L, in, w, t, kind, size, off, b, "a store (of another value, in the same instruction)",
                         s->wthr, s->wref);
         }
       }
