@@ -57,6 +57,24 @@ const char *cute_cpu_take_output(cute_cpu_prog *p, size_t *len);
 
 /* thread-instructions executed by the program's launches so far (per lane) */
 uint64_t cute_cpu_prog_executed(const cute_cpu_prog *p);
+
+/* Bounds checks (always on): a kernel's global loads, stores and atomics
+   must fall inside memory registered here (the host driver registers every
+   tensor it allocates and every view of host memory; `what` names it in
+   errors, NULL none).  Ranges may nest; a range added twice is counted.
+   An access outside every range, or out of the block's shared memory or a
+   thread's local array, is a launch error naming the access; nothing is
+   accessed. */
+int cute_cpu_mem_add(uint64_t base, uint64_t bytes, const char *what, cute_err *err);
+void cute_cpu_mem_remove(uint64_t base, uint64_t bytes);
+/* allocations registered now (tests) */
+int cute_cpu_mem_count(void);
+
+/* Checking mode of a program's later launches: races on shared memory
+   between barriers, barrier divergence, uninitialised shared/local reads;
+   the first finding is a launch error (docs/CPU_TARGET.md, "Checking mode"). */
+enum { CUTE_CPU_CHECK_RACE = 1, CUTE_CPU_CHECK_SYNC = 2, CUTE_CPU_CHECK_INIT = 4, CUTE_CPU_CHECK_ALL = 7 };
+void cute_cpu_prog_set_check(cute_cpu_prog *p, int flags);
 /* CDEF END */
 
 #if defined(__GNUC__)

@@ -25,12 +25,15 @@ local function run(m, params, nthreads, smem)
   local prc = C.cute_cpu_prog_new(m.h, "k", out, err)
   if prc ~= 0 then return prc, ffi.string(err[0].msg) end
   local prog = ffi.gc(out[0], C.cute_cpu_prog_free)
-  local cells, pp = {}, ffi.new("void *[?]", #params)
+  local cells, pp, regs = {}, ffi.new("void *[?]", #params), {}
   for i, p in ipairs(params) do
     cells[i] = ffi.new("uint64_t[1]", ffi.cast("uintptr_t", p))
     pp[i - 1] = cells[i]
+    -- plain FFI arrays: made known to the engine's bounds checks (docs/CPU_TARGET.md)
+    if type(p) == "cdata" then regs[i] = cpu.register(p, ffi.sizeof(p), "param " .. i) end
   end
   local rc = C.cute_cpu_launch(prog, 1, 1, 1, nthreads or 32, 1, 1, smem or 0, nil, pp, err)
+  for _, r in pairs(regs) do r:release() end
   return rc, ffi.string(err[0].msg)
 end
 
@@ -410,6 +413,29 @@ describe("the CPU target's tensor cores", function()
     end)
   end)
 
+  describe("the bounds checks (docs/CPU_TARGET.md) see the tensor-core ops' accesses", function()
+    it("a cp.async reading past its tensor fails at its Lua line (in bounds it runs)", function()
+      local src = io.open(THIS):read("*a")
+      local function line_of(tag)
+        local n = 0
+        for l in (src .. "\n"):gmatch("(.-)\n") do n = n + 1; if l:find(tag, 1, true) and not l:find("line_of", 1, true) then return n end end
+      end
+      local k = cute.kernel(function(G, off)
+        local t = cute.arch.thread_idx()
+        local sm = cute.make_shared_tensor(cute.make_layout(32 * 4), cute.float32, 16)
+        cute.arch.cp_async(sm:ptr_at(t * 4), G:ptr_at(t * 4 + off), 16) -- CPASYNC OOB
+        cute.arch.cp_async_wait_all()
+      end, { name = "cpu_cp_async_oob" })
+      local G = cute.zeros({ 128 }, cute.float32)
+      k:launch { grid = 1, block = 32 }(G, cute.Int32(0)) -- in bounds
+      local ok, err = pcall(function() k:launch { grid = 1, block = 32 }(G, cute.Int32(4)) end)
+      assert.is_false(ok)
+      assert.matches("out%-of%-bounds load of 16 bytes", tostring(err))
+      assert.matches("past the end of a 512%-byte global allocation", tostring(err))
+      assert.matches("cpu_tc_spec.lua:" .. line_of("-- CPASYNC OOB") .. "%D", tostring(err))
+    end)
+  end)
+
   describe("fp8 conversions in kernels", function()
     it("f32 and f16 -> e4m3 / e5m2 (rn, satfinite) and back, as cute.dtype's host conversions", function()
       local k = cute.kernel(function(X, E4, E5, B4, B5, H)
@@ -545,6 +571,7 @@ describe("the CPU target's tensor cores", function()
       local bytes = ffi.new("uint32_t[32]")
       for i = 0, 31 do bytes[i] = i * 1000 + 7 end
       local o = ffi.new("uint32_t[32]")
+      local reg = cpu.register(o, ffi.sizeof(o), "out") -- (a plain FFI array: known to the bounds checks)
       local prog = ffi.new("cute_cpu_prog *[1]")
       local err = ffi.new("cute_err[1]")
       assert.are.equal(0, C.cute_cpu_prog_new(m.h, "k", prog, err), ffi.string(err[0].msg))
@@ -552,6 +579,7 @@ describe("the CPU target's tensor cores", function()
       local pp = ffi.new("void *[2]", bytes, cell)
       assert.are.equal(0, C.cute_cpu_launch(prog[0], 1, 1, 1, 32, 1, 1, 0, nil, pp, err), ffi.string(err[0].msg))
       C.cute_cpu_prog_free(prog[0])
+      reg:release()
       for i = 0, 31 do assert.are.equal(i * 1000 + 7, o[i]) end
     end)
   end)

@@ -77,6 +77,9 @@ struct cute_cpu_prog {
   uint64_t executed;
   struct cpu_asm_op *asmv; int32_t nasm, capasm; /* parsed inline PTX (cpu_asm.c); ins->aux indexes it */
   struct cute_cpu_prog **callee; int32_t ncallee; int depth; /* device functions called (call: ins->aux) */
+  int check;               /* checking mode: CUTE_CPU_CHECK_* bits (cpu_check.c) */
+  int32_t nloc;            /* the local arrays (cpu_check.c): offset, lane stride, bytes */
+  int64_t (*loc)[3];
 };
 
 /* a launch in progress */
@@ -90,6 +93,11 @@ typedef struct cpu_launch {
   int failed;
   size_t smem_size;    /* bytes of the block's shared memory (static + dynamic) */
   struct cpu_async *async; /* cp.async copies not yet performed (cpu_tc.c) */
+  /* bounds checks (cpu_check.c): the block's shared bytes; per instruction the range it hit last */
+  uint64_t slo, shi;
+  uint64_t (*hit)[2];
+  struct cpu_chk *chk; /* checking mode's state (NULL: off) */
+  void **params;       /* the launch's parameters (by-value bytes: what param.addr may read) */
 } cpu_launch;
 
 /* cpu_exec.c */
@@ -114,5 +122,35 @@ IR_HIDDEN void cpu_asm_free(cute_cpu_prog *p);
 IR_HIDDEN void cpu_async_reset(cpu_launch *L, int free_all);  /* a block begins / the launch ends */
 IR_HIDDEN uint8_t cpu_f2f8(double x, int e5m2);   /* cvt.rn.satfinite.{e4m3,e5m2} */
 IR_HIDDEN double cpu_f82f(uint8_t b, int e5m2);   /* exact */
+/* cpu_check.c: bounds checks of every access (kind: CPU_LD, CPU_ST, CPU_AT; x: a store's
+   values, NULL else); 0 or the launch error (nothing accessed), and the checking mode */
+enum { CPU_LD = 0, CPU_ST = 1, CPU_AT = 2, CPU_INBOUNDS = 0x100 };
+IR_HIDDEN int cpu_access_slow(cpu_launch *L, const cpu_ins *in, cpu_warp *w, const uint64_t *pa, uint32_t m,
+                              int size, int kind, const uint8_t *x, uint64_t lo, uint64_t hi, int as);
+static inline int cpu_access(cpu_launch *L, const cpu_ins *in, cpu_warp *w, const uint64_t *pa, uint32_t m,
+                             int size, int kind, const uint8_t *x) {
+  if (!m || ((in->aux & CPU_INBOUNDS) && !L->chk)) return 0;
+  /* hit: the range [h0, h0 + n + size - 1) this instruction hit last as h0, n (0: none); the
+     lanes' offsets from h0 OR-ed (>= each of them) below n: all in (one vectorised loop) */
+  const uint64_t *h = L->hit[in->ref];
+  uint64_t acc = 0, h0 = h[0];
+  if (m == 0xffffffffu) for (int t = 0; t < CPU_LANES; t++) acc |= pa[t] - h0;
+  else for (int t = 0; t < CPU_LANES; t++) acc |= (pa[t] - h0) & (0 - (uint64_t)(m >> t & 1));
+  if (acc < h[1]) return 0;
+  uint64_t lo = UINT64_MAX, hi = 0; /* exactly: the lowest and highest lane */
+  for (int t = 0; t < CPU_LANES; t++) {
+    uint64_t a = (m >> t & 1) ? pa[t] : lo, b = (m >> t & 1) ? pa[t] : hi;
+    lo = a < lo ? a : lo; hi = b > hi ? b : hi;
+  }
+  if (lo >= h0 && hi - h0 < h[1]) return 0;
+  return cpu_access_slow(L, in, w, pa, m, size, kind, x, lo, hi + (uint64_t)size, (int)(in->aux & 0xff));
+}
+IR_HIDDEN void cpu_check_prepare(cute_cpu_prog *p);
+IR_HIDDEN int cpu_check_begin(cpu_launch *L, int nw, size_t shared_bytes);
+IR_HIDDEN void cpu_check_block(cpu_launch *L);
+IR_HIDDEN void cpu_check_epoch(cpu_launch *L); /* a barrier was released */
+IR_HIDDEN void cpu_check_end(cpu_launch *L);
+IR_HIDDEN int cpu_check_bar(cpu_launch *L, const cpu_ins *in, cpu_warp *w);
+IR_HIDDEN int cpu_check_release(cpu_launch *L, cpu_warp *ws, int nw);
 
 #endif

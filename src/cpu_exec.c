@@ -56,7 +56,7 @@ static void prog_free(cute_cpu_prog *p) {
   cpu_asm_free(p);
   for (int i = 0; i < p->ncallee; i++) prog_free(p->callee[i]);
   free(p->callee);
-  free(p->ins); free(p->off); free(p->cbuf); free(p->cvp); free(p->out); free(p->taken);
+  free(p->ins); free(p->off); free(p->cbuf); free(p->cvp); free(p->out); free(p->taken); free(p->loc);
   free(p);
 }
 void cute_cpu_prog_free(cute_cpu_prog *p) { prog_free(p); }
@@ -169,7 +169,10 @@ static int prog_build(struct cute_ir *ir, int32_t fi, int depth, cute_cpu_prog *
       in->bk = (uint8_t)elem_kind(ir, ir_vtype(p->f, args[1]), &bn);
       in->bsize = ir_tsize(ir, ir_vtype(p->f, args[1]));
     }
-    if (ii->op == IR_PARAM && is_bytes(ir, ii->type)) in->aux = 1; /* by value: its slot holds its address */
+    if (ii->op == IR_PARAM && is_bytes(ir, ii->type)) { /* by value: its slot holds its address */
+      in->aux = 1;
+      in->bsize = (int)ir_tsize(ir, ii->type); /* (the bytes param.addr may read: cpu_check.c) */
+    }
     else if (!type_ok(ir, ii->type) || (ii->op == IR_PARAM && in->size > 8)) { rc = unsupported(p, r, err); break; }
     if (ii->op == IR_GEP || ii->op == IR_SHARED || ii->op == IR_LOCAL || ii->op == IR_DYNSHARED) {
       const ir_type *pt = &ir->types[ii->type];
@@ -222,6 +225,7 @@ static int prog_build(struct cute_ir *ir, int32_t fi, int depth, cute_cpu_prog *
   }
   rc = link_regions(p, err);
   if (rc) { prog_free(p); return rc; }
+  cpu_check_prepare(p);
   *out = p;
   return 0;
 }
@@ -453,6 +457,7 @@ static int run_warp(cpu_launch *L, cpu_warp *w) {
       w->pc++;
       continue;
     case IR_BAR:
+      if ((rc = cpu_check_bar(L, in, w))) { p->executed += exec; return rc; }
       w->state = CPU_WAIT;
       w->bar_id = (int)in->imm;
       w->bar_count = (int)in->imm2;
@@ -515,6 +520,7 @@ static int release(cpu_warp *ws, int nw) {
 static int run_block(cpu_launch *L, cpu_warp *ws, int nw, unsigned nthreads) {
   cpu_async_reset(L, 0);
   for (int i = 0; i < nw; i++) warp_init(L, &ws[i], nthreads);
+  cpu_check_block(L);
   for (;;) {
     int running = 0;
     for (int i = 0; i < nw; i++) {
@@ -526,7 +532,10 @@ static int run_block(cpu_launch *L, cpu_warp *ws, int nw, unsigned nthreads) {
     int done = 1;
     for (int i = 0; i < nw; i++) done &= ws[i].state == CPU_DONE;
     if (done) return 0;
-    if (!release(ws, nw) && !running) {
+    int rc = cpu_check_release(L, ws, nw), rel = rc ? 0 : release(ws, nw);
+    if (rc) return rc;
+    if (rel && L->chk) cpu_check_epoch(L);
+    if (!rel && !running) {
       char msg[256];
       int k = 0;
       for (int i = 0; i < nw && k < 200; i++)
@@ -562,6 +571,7 @@ int cute_cpu_launch(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx
     goto out;
   }
   memset(bufs, 0, p->bufbytes * (size_t)nw);
+  L.params = params;
   /* the parameters, splatted */
   for (int j = 0; j < p->nparams; j++) {
     int sz = p->ins[j + 1].size;
@@ -583,6 +593,9 @@ int cute_cpu_launch(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx
   }
   memset(L.smem, 0, shbytes);
   L.smem_size = p->dyn_off + smem;
+  L.slo = (uint64_t)(uintptr_t)L.smem;
+  L.shi = L.slo + (smem ? p->dyn_off + smem : p->static_smem);
+  if ((rc = cpu_check_begin(&L, nw, (size_t)(L.shi - L.slo)))) goto out;
   for (unsigned z = 0; z < gz && !rc; z++)
     for (unsigned y = 0; y < gy && !rc; y++)
       for (unsigned x = 0; x < gx && !rc; x++) {
@@ -592,6 +605,7 @@ int cute_cpu_launch(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx
   if (!rc && p->oom) rc = cute_err_setf(err, CUTE_E_NOMEM, "cute (cpu target): kernel %s: out of memory for printf output", p->name);
 out:
   cpu_async_reset(&L, 1);
+  cpu_check_end(&L);
   free(ws); free(bufs); free(locals); free(vps); free(L.smem); free(L.pbuf);
   return rc;
 }

@@ -2,8 +2,8 @@
  * loads and stores (global memory = host pointers; shared memory = the
  * block's buffer; local = the warp's), special registers, shuffles and votes
  * over the 32 lanes, atomics, printf, assert, trap (docs/CPU_TARGET.md).
- * Every access of memory goes through one place per op, where the checking
- * mode's hooks will go. */
+ * Every access of memory is checked first by cpu_access (cpu_check.c: bounds,
+ * and the checking mode's tracking). */
 #include "cpu.h"
 #include <inttypes.h>
 #include <stdio.h>
@@ -191,7 +191,8 @@ int cpu_side(cpu_launch *L, const cpu_ins *in, cpu_warp *w) {
   switch (in->op) {
   case IR_LOAD: {
     const uint64_t *pa = (const uint64_t *)w->vp[in->a[0]];
-    int s = in->size;
+    int s = in->size, rc = cpu_access(L, in, w, pa, m, s, CPU_LD, NULL);
+    if (rc) return rc;
     if (s == 4) { for (int t = 0; t < CPU_LANES; t++) if (m >> t & 1) memcpy(d + 4 * t, (const void *)(uintptr_t)pa[t], 4); }
     else for (int t = 0; t < CPU_LANES; t++) if (m >> t & 1) memcpy(d + (size_t)t * (size_t)s, (const void *)(uintptr_t)pa[t], (size_t)s);
     return 0;
@@ -199,7 +200,8 @@ int cpu_side(cpu_launch *L, const cpu_ins *in, cpu_warp *w) {
   case IR_STORE: {
     const uint64_t *pa = (const uint64_t *)w->vp[in->a[0]];
     const uint8_t *x = w->vp[in->a[1]];
-    int s = in->bsize;
+    int s = in->bsize, rc = cpu_access(L, in, w, pa, m, s, CPU_ST, x);
+    if (rc) return rc;
     for (int t = 0; t < CPU_LANES; t++) if (m >> t & 1) memcpy((void *)(uintptr_t)pa[t], x + (size_t)t * (size_t)s, (size_t)s);
     return 0;
   }
@@ -231,7 +233,8 @@ int cpu_side(cpu_launch *L, const cpu_ins *in, cpu_warp *w) {
   case IR_ATOM: case IR_CAS: {
     const uint64_t *pa = (const uint64_t *)w->vp[in->a[0]];
     const uint8_t *x = w->vp[in->a[1]];
-    int s = in->size;
+    int s = in->size, rc = cpu_access(L, in, w, pa, m, s, CPU_AT, NULL);
+    if (rc) return rc;
     for (int t = 0; t < CPU_LANES; t++) {
       if (!(m >> t & 1)) continue;
       void *q = (void *)(uintptr_t)pa[t];

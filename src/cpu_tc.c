@@ -11,8 +11,14 @@
 
 /* ---- memory ------------------------------------------------------------------------------ */
 
+/* one lane's access, through the bounds checks (and the checking mode) of cpu_check.c: the
+   address space is generic (shared or a registered allocation), as the PTX's operand is an address */
 int cpu_tc_access(cpu_launch *L, const cpu_ins *in, cpu_warp *w, int t, uint64_t addr, void *buf, size_t n, int write) {
-  (void)L; (void)in; (void)w; (void)t;
+  uint64_t pa[CPU_LANES];
+  pa[t] = addr;
+  /* (one lane a call: the same-instruction store check, which reads the values, never applies) */
+  int rc = cpu_access_slow(L, in, w, pa, 1u << t, (int)n, write ? CPU_ST : CPU_LD, NULL, addr, addr + n, CUTE_AS_GENERIC);
+  if (rc) return rc;
   if (write) memcpy((void *)(uintptr_t)addr, buf, n);
   else memcpy(buf, (const void *)(uintptr_t)addr, n);
   return 0;

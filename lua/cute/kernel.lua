@@ -206,7 +206,7 @@ local function kernel_name(fn, opts)
 end
 
 -- options of cute.kernel that are not compile options
-local kernel_keys = { name = true, frontend = true, target = true } -- (target: lua/cute/target_cpu.lua)
+local kernel_keys = { name = true, frontend = true, target = true, check = true } -- (target, check: lua/cute/target_cpu.lua)
 
 local warmed = false
 function M.kernel(fn, opts)
@@ -223,6 +223,7 @@ function M.kernel(fn, opts)
     cf.fail("cute.kernel: option 'name' must be an identifier string, got " .. tostring(opts.name))
   end
   if opts.target ~= nil then require("cute.target_cpu").check_target(opts.target) end
+  if opts.check ~= nil then require("cute.target_cpu").check_flags(opts.check, "cute.kernel: option check") end
   local options = require("cute.compile").options(opts, "cute.kernel", kernel_keys)
   if not warmed then
     -- a kernel will be compiled soon: get LLVM ready in the background

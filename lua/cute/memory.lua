@@ -102,6 +102,8 @@ local function alloc(shape, dtype, fname, opts)
   check(rt.on_device(dev, rt._driver.cute_cuda_malloc, cell, bytes, err))
   local release = releaser("cute_cuda_free", dev)
   ffi.gc(cell, release)
+  local cpu = package.loaded["cute.target_cpu"] -- (its bounds errors name the tensor)
+  if cpu and cpu.active then cpu.describe(cell[0], bytes, ("%s tensor %s"):format(dtype.name, fmt_shape(shp))) end
   return setmetatable({
     shape = shp, strides = row_major_strides(shp), dtype = dtype,
     ptr = u64(cell[0]),       -- device address (uint64_t)
@@ -131,10 +133,18 @@ local function view(ptr, shape, dtype, strides, owner, fname, device)
   end
   local cell = u64p()
   cell[0] = ptr
+  local cpu = package.loaded["cute.target_cpu"]
+  local span = 0 -- (the CPU target's bounds checks: the bytes the view reaches)
+  if n > 0 then
+    span = 1
+    for i = 1, #shp do span = span + (shp[i] - 1) * st[i] end
+  end
   return setmetatable({
     shape = shp, strides = st, dtype = dtype, ptr = u64(cell[0]), ptr_cell = cell, device = device,
     _n = n, _bytes = n * dtype.size, _owner = owner, _strided = strided or nil,
     _borrowed = owner == nil or nil,
+    _cpu_range = cpu and cpu.active and cpu.register(cell[0], span * dtype.size,
+      ("%s view %s"):format(dtype.name, fmt_shape(shp))) or nil,
   }, Tensor)
 end
 M._view = view

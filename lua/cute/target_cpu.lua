@@ -22,7 +22,7 @@ M.write = function(s) io.stdout:write(s) end
 
 pcall(ffi.cdef, "void *memset(void *s, int c, size_t n);")
 local owned = {} -- address of a host allocation -> the cdata holding it
-local live = { bytes = 0, count = 0, size = {} } -- what `owned` holds (M.live: bench/soak.lua)
+local live = { bytes = 0, count = 0 } -- what `owned` holds (M.live: bench/soak.lua)
 
 local function addr(p) return ffi.cast("void *", ffi.cast("uintptr_t", p)) end
 local function ok() return 0 end
@@ -73,16 +73,20 @@ local driver = {
     end
     local a = ffi.cast("uint64_t", ffi.cast("uintptr_t", buf))
     a = a + (256 - a % 256) % 256
-    owned[tonumber(a)] = buf
-    live.size[tonumber(a)] = tonumber(bytes)
+    -- the engine's bounds checks know every allocation (cpu_check.c)
+    if C.cute_cpu_mem_add(a, bytes, nil, e) ~= 0 then return e ~= nil and e[0].code or C.CUTE_E_NOMEM end
+    owned[tonumber(a)] = { buf, bytes }
     live.bytes, live.count = live.bytes + tonumber(bytes), live.count + 1
     cell[0] = a
     return 0
   end,
   cute_cuda_free = function(p)
-    local a = tonumber(ffi.cast("uint64_t", p))
-    if owned[a] then live.bytes, live.count = live.bytes - live.size[a], live.count - 1 end
-    owned[a], live.size[a] = nil, nil
+    local k = tonumber(ffi.cast("uint64_t", p))
+    local o = owned[k]
+    if o then
+      C.cute_cpu_mem_remove(p, o[2]); owned[k] = nil
+      live.bytes, live.count = live.bytes - tonumber(o[2]), live.count - 1
+    end
     return 0
   end,
   cute_cuda_memset_d8 = function(p, v, n) C.memset(addr(p), v, n); return 0 end,
@@ -137,6 +141,49 @@ M.driver = driver
 -- the host "device" memory still allocated: bytes, allocations (the CPU target's
 -- counterpart of cuMemGetInfo for leak checks: bench/soak.lua, docs/SOAK.md)
 function M.live() return live.bytes, live.count end
+
+-- Host memory a kernel may access on the CPU target besides its tensors:
+-- [ptr, ptr + bytes) stays legitimate for the bounds checks until the
+-- returned handle is collected or handle:release() is called.
+local Reg = {}
+Reg.__index = Reg
+function Reg:release()
+  if self.cell[0] ~= 0 then C.cute_cpu_mem_remove(self.cell[0], self.bytes); self.cell[0] = 0 end
+end
+function M.register(ptr, bytes, what)
+  local p = ffi.cast("uint64_t", ffi.cast("uintptr_t", ptr))
+  if type(bytes) ~= "number" or bytes < 0 or bytes % 1 ~= 0 then
+    cf.fail(("cute.target_cpu.register: bytes must be a non-negative integer, got %s"):format(tostring(bytes)))
+  end
+  cf.check(C.cute_cpu_mem_add(p, bytes, what, cf.err))
+  local cell = ffi.gc(ffi.new("uint64_t[1]", p), function(c) if c[0] ~= 0 then C.cute_cpu_mem_remove(c[0], bytes) end end)
+  return setmetatable({ cell = cell, bytes = bytes }, Reg)
+end
+
+-- The name of an allocation in bounds errors ("float32 tensor (1024)": memory.lua).
+function M.describe(p, bytes, what)
+  if C.cute_cpu_mem_add(p, bytes, what, nil) == 0 then C.cute_cpu_mem_remove(p, bytes) end
+end
+
+-- The checking mode's flags (cute.kernel option check, CUTE_CHECK): true or
+-- "all", false, or names joined by commas: race, sync, init.
+local check_bits = { race = 1, sync = 2, init = 4, all = 7 }
+function M.check_flags(v, what)
+  if v == true then return 7 elseif v == false or v == nil or v == "" or v == "0" then return 0 end
+  if v == "1" then return 7 end
+  local bits = type(v) == "string" and 0 or nil
+  if bits then
+    for name in v:gmatch("[^,%s]+") do
+      if not check_bits[name] then bits = nil; break end
+      bits = bit.bor(bits, check_bits[name])
+    end
+  end
+  if not bits then
+    cf.fail(("%s must be true, false or names joined by commas (race, sync, init, all), got %s"):format(what,
+      tostring(v)))
+  end
+  return bits
+end
 
 -- Is the host driver the one in use?  (A test that swaps in a stub driver,
 -- or restores the GPU's, takes the process off the CPU target.)
@@ -206,6 +253,10 @@ function M.uses_cpu(k)
     end
     M.install(nil)
   end
+  if k.opts and k.opts.check and not M.active then
+    cf.fail(("cute.kernel %s: option check needs the CPU target (CUTE_TARGET=cpu or target = \"cpu\"); on a GPU " ..
+      "use compute-sanitizer"):format(k.name))
+  end
   if M.active and want == "gpu" then
     cf.fail(("cute.kernel %s: target = \"gpu\", but the process is on the CPU target (%s)"):format(k.name,
       os.getenv("CUTE_TARGET") == "cpu" and "CUTE_TARGET=cpu" or "no GPU"))
@@ -221,6 +272,9 @@ function M.build(k, args, nargs, make_writer)
   local out = ffi.new("cute_cpu_prog *[1]")
   if C.cute_cpu_prog_new(ir, k.name, out, cf.err) ~= 0 then cf.fail(ffi.string(cf.err[0].msg)) end
   local prog = ffi.gc(out[0], C.cute_cpu_prog_free)
+  local opt, what = k.opts and k.opts.check, "cute.kernel: option check"
+  if opt == nil then opt, what = os.getenv("CUTE_CHECK"), "CUTE_CHECK" end
+  C.cute_cpu_prog_set_check(prog, M.check_flags(opt, what))
   local slots, params, ptrs, fill = make_writer(plan, nargs, 0, k.name, k.param_names)
   k.last_build = { image = "cpu" }
   return { fn = prog, prog = prog, ir = ir, params = params, slots = slots, plan = plan, ptrs = ptrs, fill = fill,
