@@ -160,7 +160,8 @@ int cute_cpu_prog_new(struct cute_ir *ir, const char *name, cute_cpu_prog **out,
     if (ii->op == IR_FOR && in->a[2] < 0) { /* a negative constant step counts down */
       const ir_const *c = &p->f->cst[-in->a[2]];
       in->aux = ir_scalar_class(c->type) == 1 && c->bits < 0;
-    }
+    } else if (ii->op == IR_FOR && ir_scalar_class(ii->type) == 1)
+      in->aux = 2; /* a runtime step of a signed loop: its sign picks < or > per lane (0: none) */
     if (!cpu_pure_ok(p, in) && !cpu_side_ok(p, in)) rc = unsupported(p, r, err);
     p->off[r] = NONE_OFF;
     if (in->size > 0 || ii->op == IR_FOR || ii->op == IR_VAR) {
@@ -215,34 +216,47 @@ static inline int loop_dead(const cpu_warp *w, uint32_t *dead) {
 static uint32_t for_cond(const cpu_ins *in, const cpu_warp *w, uint32_t m) {
   const uint8_t *iv = w->vp[in->ref], *hi = w->vp[in->a[1]];
   uint32_t r = 0;
-  int down = in->aux != 0;
+  const uint8_t *st = w->vp[in->a[2]];
   for (int t = 0; t < CPU_LANES; t++) {
     if (!(m >> t & 1)) continue;
     int ok;
+#define SIGNED_COND(T) do { T a = ((const T *)iv)[t], b = ((const T *)hi)[t], s = ((const T *)st)[t]; \
+    int down = in->aux == 1 || (in->aux == 2 && s < 0); \
+    ok = in->aux == 2 && s == 0 ? 0 : down ? a > b : a < b; } while (0)
     switch (in->sk) {
-    case CUTE_T_I32: { int32_t a = ((const int32_t *)iv)[t], b = ((const int32_t *)hi)[t]; ok = down ? a > b : a < b; } break;
-    case CUTE_T_I64: { int64_t a = ((const int64_t *)iv)[t], b = ((const int64_t *)hi)[t]; ok = down ? a > b : a < b; } break;
+    case CUTE_T_I32: SIGNED_COND(int32_t); break;
+    case CUTE_T_I64: SIGNED_COND(int64_t); break;
     case CUTE_T_U32: { uint32_t a = ((const uint32_t *)iv)[t], b = ((const uint32_t *)hi)[t]; ok = a < b; } break;
     case CUTE_T_U64: { uint64_t a = ((const uint64_t *)iv)[t], b = ((const uint64_t *)hi)[t]; ok = a < b; } break;
-    case CUTE_T_I16: { int16_t a = ((const int16_t *)iv)[t], b = ((const int16_t *)hi)[t]; ok = down ? a > b : a < b; } break;
+    case CUTE_T_I16: SIGNED_COND(int16_t); break;
     default: ok = 0;
     }
+#undef SIGNED_COND
     r |= (uint32_t)ok << t;
   }
   return r;
 }
 
-static void for_step(const cpu_ins *in, cpu_warp *w, uint32_t m) {
+/* iv += step on the lanes of m; returns the lanes whose add overflowed the
+   loop's type (they leave the loop, as the GPU's add.with.overflow exit) */
+static uint32_t for_step(const cpu_ins *in, cpu_warp *w, uint32_t m) {
   uint8_t *iv = w->vp[in->ref];
   const uint8_t *st = w->vp[in->a[2]];
+  uint32_t ov = 0;
   for (int t = 0; t < CPU_LANES; t++) {
     if (!(m >> t & 1)) continue;
-    switch (in->size) {
-    case 2: ((uint16_t *)iv)[t] = (uint16_t)(((uint16_t *)iv)[t] + ((const uint16_t *)st)[t]); break;
-    case 4: ((uint32_t *)iv)[t] += ((const uint32_t *)st)[t]; break;
-    case 8: ((uint64_t *)iv)[t] += ((const uint64_t *)st)[t]; break;
+    int o = 0;
+    switch (in->sk) {
+    case CUTE_T_I16: { int16_t *p = (int16_t *)iv + t; o = __builtin_add_overflow(*p, ((const int16_t *)st)[t], p); } break;
+    case CUTE_T_I32: { int32_t *p = (int32_t *)iv + t; o = __builtin_add_overflow(*p, ((const int32_t *)st)[t], p); } break;
+    case CUTE_T_I64: { int64_t *p = (int64_t *)iv + t; o = __builtin_add_overflow(*p, ((const int64_t *)st)[t], p); } break;
+    case CUTE_T_U32: { uint32_t *p = (uint32_t *)iv + t; o = __builtin_add_overflow(*p, ((const uint32_t *)st)[t], p); } break;
+    case CUTE_T_U64: { uint64_t *p = (uint64_t *)iv + t; o = __builtin_add_overflow(*p, ((const uint64_t *)st)[t], p); } break;
+    default: break;
     }
+    ov |= (uint32_t)o << t;
   }
+  return ov;
 }
 
 static void copy_lanes(uint8_t *d, const uint8_t *s, int size, uint32_t m) {
@@ -330,8 +344,8 @@ static int run_warp(cpu_launch *L, cpu_warp *w) {
       fr->other &= ~fr->brk & ~w->exited;
       fr->cont = 0;
       if (op->op == IR_FOR) {
-        for_step(op, w, fr->other);
-        fr->other = for_cond(op, w, fr->other);
+        uint32_t ov = for_step(op, w, fr->other);
+        fr->other = for_cond(op, w, fr->other & ~ov);
       }
       if (fr->other) { w->mask = fr->other; w->pc = fr->opener + 1; continue; }
       pop_frame(w, 0);

@@ -186,8 +186,55 @@ function M.one_based(t, n)
   return o
 end
 
--- a test tagged #gpu in the calling spec's environment: pending without a GPU
-local function gpu_test(env, name, fn)
+-- Is this process on the CPU target by CUTE_TARGET=cpu (tools/run_tests.sh's
+-- second pass)?  Then the #gpu tests run there (docs/CPU_TARGET.md, "CI").
+function M.on_cpu_target()
+  if os.getenv("CUTE_TARGET") ~= "cpu" then return false end
+  require("cute")
+  return require("cute.target_cpu").active == true
+end
+
+-- the engine's refusal of an op it does not run yet ("op OP at FILE:LINE is
+-- not supported on the CPU target yet"): that sentence, or nil
+local function unsupported(e)
+  local s = tostring(e)
+  return s:match("(op [^\n]- is not supported on the CPU target yet)")
+end
+M.cpu_unsupported = unsupported
+
+-- a test tagged #gpu in the calling spec's environment: pending without a GPU.
+-- On the CPU target (CUTE_TARGET=cpu) it runs, unless needs_gpu names why it
+-- needs a real GPU (pending with that reason); an op the engine does not run
+-- yet makes it pending with the engine's sentence (never a pass, never a
+-- failure), so that it runs as soon as the op is supported.
+local function gpu_test(env, name, fn, needs_gpu)
+  if M.on_cpu_target() then
+    if needs_gpu then
+      env.it(name .. " #gpu", function() env.pending("needs a real GPU (CPU target): " .. needs_gpu) end)
+      return
+    end
+    env.it(name .. " #gpu", function()
+      local ok, e = xpcall(fn, function(e)
+        if type(e) == "string" and not e:match("^[^\n]-:%d+: ") then
+          -- (an assert(cond, msg) without a position: the spec's line, found
+          -- while the stack is still there, as busted would have)
+          for level = 2, 40 do
+            local i = debug.getinfo(level, "Sl")
+            if not i then break end
+            if i.what ~= "C" and i.short_src:match("_spec%.lua$") then
+              return i.short_src .. ":" .. i.currentline .. ": " .. e
+            end
+          end
+        end
+        return e
+      end)
+      if ok then return end
+      local why_not = type(e) == "string" and unsupported(e)
+      if why_not then return env.pending("CPU target: " .. why_not) end
+      error(e, 0)
+    end)
+    return
+  end
   if gpu == nil then gpu, why = require("cute").available() end
   if gpu then
     env.it(name .. " #gpu", fn)
@@ -197,6 +244,11 @@ local function gpu_test(env, name, fn)
 end
 
 function M.gpu_it(name, fn) gpu_test(getfenv(2), name, fn) end
+
+-- a #gpu test that needs a real GPU (timings, the driver, cubins, ptxas,
+-- several devices, peer memory, NCCL, torch...): reason says which; pending
+-- on the CPU target with it, a plain #gpu test on a GPU
+function M.device_it(name, reason, fn) gpu_test(getfenv(2), name, fn, reason) end
 
 -- is the device an sm_90a one (Hopper: wgmma, TMA, clusters, setmaxnreg)?
 -- false and why not otherwise
@@ -213,6 +265,7 @@ function M.hopper_it(name, fn)
   local env = getfenv(2)
   gpu_test(env, name, function()
     local ok, why = M.sm90()
+    if M.on_cpu_target() then ok = true end -- (the engine says which of its ops it does not run)
     if not ok then return env.pending(why) end
     fn()
   end)
