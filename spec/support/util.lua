@@ -256,6 +256,10 @@ end
 
 function M.gpu_it(name, fn) gpu_test(getfenv(2), name, fn) end
 
+-- a size for a #gpu test: gpu_size on a GPU, cpu_size on the CPU target
+-- (CI's budget: the interpreter runs some 10^8 .. 10^9 thread-instructions a second)
+function M.ci_size(gpu_size, cpu_size) return M.on_cpu_target() and cpu_size or gpu_size end
+
 -- a #gpu test that needs a real GPU (timings, the driver, cubins, ptxas,
 -- several devices, peer memory, NCCL, torch...): reason says which; pending
 -- on the CPU target with it, a plain #gpu test on a GPU
