@@ -116,6 +116,9 @@ for _, e in ipairs(EXAMPLES) do
     if target == "cpu" and unsupported and rc ~= 0 then
       skipped = skipped + 1
       report("SKIP", name, unsupported, t)
+    elseif e.needs and rc == 0 and not verdict then -- (a GPU host with fewer GPUs: the example says so)
+      skipped = skipped + 1
+      report("SKIP", name, "needs " .. e.needs, t)
     elseif rc == 0 and verdict and not bad_check then
       passed = passed + 1
       report("PASS", name, verdict ~= "" and verdict or (what .. ": exit 0"), t)
