@@ -191,10 +191,12 @@ end
 function M.on_cpu_target() return os.getenv("CUTE_TARGET") == "cpu" end
 
 -- the engine's refusal of an op it does not run yet ("op OP at FILE:LINE is
--- not supported on the CPU target yet"): that sentence, or nil
+-- not supported on the CPU target yet"), or the trace's refusal of an op newer
+-- than the CPU target's sm_80 (cute.device(0)): that sentence, or nil
 local function unsupported(e)
   local s = tostring(e)
   return s:match("(op [^\n]- is not supported on the CPU target yet)")
+    or s:match("([^\n]*needs sm_%d+a? or newer; the kernel is compiled for sm_80)")
 end
 M.cpu_unsupported = unsupported
 
@@ -214,7 +216,7 @@ local function gpu_test(env, name, fn, needs_gpu)
       require("cute")
       require("cute.target_cpu").install()
       local ok, e = xpcall(fn, function(e)
-        if type(e) == "string" and e:find("no CUDA driver", 1, true) then
+        if type(e) == "string" and (e:find("no CUDA driver", 1, true) or e:find("cuTensorMapEncode", 1, true)) then
           -- a TMA descriptor is encoded by the CUDA driver (cuTensorMapEncode*)
           for level = 2, 40 do
             local i = debug.getinfo(level, "S")
