@@ -11,7 +11,6 @@ local cp = cute.nvgpu.cpasync
 local _ = cute._
 
 local function hopper()
-  if util.on_cpu_target() then return true end -- (the engine says which ops it does not run yet)
   local d = cute.device()
   return d.cc.major >= 9
 end

@@ -111,7 +111,7 @@ for _, e in ipairs(EXAMPLES) do
       unsupported = "op TMA descriptor (cuTensorMapEncode, lua/cute/tma.lua) is not supported on the CPU target yet"
     end
     -- the CPU target is an sm_80 device (cute.device(0)): an op of a newer architecture is refused at the trace
-    unsupported = unsupported or out:match("([^\n]*needs sm_%d+a? or newer; the kernel is compiled for sm_80)")
+    unsupported = unsupported or out:match("([^\n]*needs sm_%d+a?[^\n;]- or newer; the kernel is compiled for sm_80)")
     -- the example's own verdict: ex.check's line (or, for entries with verdict = "", none)
     local verdict = e.verdict or out:match("[^\n]*: rel%. error [^\n]*OK")
     local bad_check = out:match("[^\n]*: rel%. error [^\n]*FAILED")

@@ -196,7 +196,7 @@ function M.on_cpu_target() return os.getenv("CUTE_TARGET") == "cpu" end
 local function unsupported(e)
   local s = tostring(e)
   return s:match("(op [^\n]- is not supported on the CPU target yet)")
-    or s:match("([^\n]*needs sm_%d+a? or newer; the kernel is compiled for sm_80)")
+    or s:match("([^\n]*needs sm_%d+a?[^\n;]- or newer; the kernel is compiled for sm_80)")
 end
 M.cpu_unsupported = unsupported
 
@@ -282,7 +282,10 @@ function M.hopper_it(name, fn)
   local env = getfenv(2)
   gpu_test(env, name, function()
     local ok, why = M.sm90()
-    if M.on_cpu_target() then ok = true end -- (the engine says which of its ops it does not run)
+    if M.on_cpu_target() then -- (its device says which architecture it runs: sm_80 in this version)
+      local arch = require("cute").device().arch
+      ok, why = arch == "sm_90a", ("needs an sm_90a device: the CPU target is an %s one"):format(arch)
+    end
     if not ok then return env.pending(why) end
     fn()
   end)
