@@ -36,7 +36,10 @@ end
 -- xorshift random floats in [-1, 1) into a new float[n] (seeded per call site;
 -- the first seed from the clock unless M.seed(n) fixes it: a script whose
 -- processes must make the same data, e.g. cute.autotune's device workers)
-local seed_state = os.time() % 100000 + 1
+-- CUTE_EXAMPLE_SEED=n fixes it (and math.random's) for the whole run: the same data on
+-- the GPU and on the CPU target (tools/gpu_cpu_compare.sh)
+local seed_state = tonumber(os.getenv("CUTE_EXAMPLE_SEED")) or os.time() % 100000 + 1
+if os.getenv("CUTE_EXAMPLE_SEED") then math.randomseed(seed_state) end
 function M.seed(n) seed_state = n end
 function M.rand_floats(n, lo, hi)
   lo, hi = lo or -1, hi or 1

@@ -31,7 +31,7 @@ local function compile_only(why)
 end
 if not ex.gpu() then return compile_only("run on an sm_89+ GPU to check") end
 local arch = require("cute.compile").device_arch()
-if (tonumber(arch and arch:match("^sm_(%d+)")) or 0) < 89 then
+if not require("cute.target_cpu").active and (tonumber(arch and arch:match("^sm_(%d+)")) or 0) < 89 then
   return compile_only("gemm_fp8: this GPU is " .. tostring(arch) .. "; fp8 mma needs sm_89 or newer")
 end
 

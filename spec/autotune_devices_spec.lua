@@ -200,7 +200,8 @@ describe("cute.autotune over several stand-in GPUs (child processes)", function(
 end)
 
 describe("cute.autotune over the GPUs of this host", function()
-  util.gpu_it("benchmarks on every device: the statuses of a 1-device sweep, each kernel from the disk cache", function()
+  util.device_it("benchmarks on every device: the statuses of a 1-device sweep, each kernel from the disk cache",
+    "device worker processes, cubins from the disk cache", function()
     local p = io.popen(exe .. " spec/data/autotune_gpu_devices.lua 2>&1")
     local out = p:read("*a")
     p:close()

@@ -249,8 +249,8 @@ describe("cute.autotune benchmark stage on a stand-in GPU (child processes)", fu
 end)
 
 describe("cute.autotune on the GPU", function()
-  util.gpu_it("sweeps block sizes: times each config with events, rejects a wrong one, keeps the best",
-    function()
+  util.device_it("sweeps block sizes: times each config with events, rejects a wrong one, keeps the best",
+    "cute.autotune times compiled cubins with CUDA events (on the CPU target it compiles only)", function()
       local n = 2 ^ 20
       local Xd = cute.from_host(util.rand_floats(n), f32, { n })
       local Yd = cute.zeros({ n }, f32)

@@ -546,7 +546,8 @@ describe("the disk cache shared by concurrent processes", function()
 end)
 
 describe("a second process launches from the cache", function()
-  gpu_it("its first launch hits and computes the right values", function()
+  U.device_it("its first launch hits and computes the right values", "the disk cache holds cubins for the GPU",
+    function()
     local dir = fresh_dir()
     local script = base .. "/gpu_child.lua"
     write(script, [[

@@ -222,7 +222,8 @@ describe("DLPack on the GPU", function()
     assert.are.equal(live, dl.live_exports())
   end)
 
-  gpu_it("the memory is freed when the last holder lets go, not before", function()
+  util.device_it("the memory is freed when the last holder lets go, not before",
+    "cute.mem_info is the GPU's free memory (cuMemGetInfo)", function()
     local bytes = 256 * 1024 * 1024
     local free0 = cute.mem_info()
     local a = cute.empty({ bytes / 4 }, cute.float32)

@@ -6,7 +6,6 @@ local cute = require("cute")
 local C = require("cute.ffi").C
 local util = dofile("spec/support/util.lua")
 local has, read = util.has, util.read_file
-local gpu_it = util.gpu_it
 local f32 = cute.float32
 
 local PTXAS = C.cute_ptxas_path() ~= nil
@@ -264,7 +263,8 @@ describe("examples/aot", function()
     end
   end)
 
-  gpu_it("the C program runs the exported kernels: C = A + B and X = 2 X match the CPU on random data", function()
+  util.device_it("the C program runs the exported kernels: C = A + B and X = 2 X match the CPU on random data",
+    "the exported C program links libcuda and loads cubins", function()
     export()
     local lib = assert(libcuda(), "libcuda.so.1 not found by ldconfig")
     local arch = require("cute.kernel").gpu_arch()

@@ -11,12 +11,12 @@ local ffi = require("ffi")
 local IR = require("cute.ir")
 local rt = require("cute.runtime")
 local util = dofile("spec/support/util.lua")
-local gpu_it = util.gpu_it
 
 local function f32(x) return tonumber(ffi.new("float", x)) end
 
 describe("fragments on the GPU", function()
-  gpu_it("f32[128] loop-carried through a 258-operand asm, bytes<128,64> grid_constant parameter", function()
+  util.device_it("f32[128] loop-carried through a 258-operand asm, bytes<128,64> grid_constant parameter",
+    "loads the PTX into the driver (rt.load_module)", function()
     local d = rt.device()
     local known = { sm_80 = true, sm_86 = true, sm_89 = true, sm_90 = true }
     local arch = known[d.arch] and d.arch or (d.cc.major >= 9 and "sm_90" or "sm_80")

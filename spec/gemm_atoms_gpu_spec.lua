@@ -21,6 +21,7 @@ end
 local one_based = util.one_based
 
 local function device_sm()
+  if util.on_cpu_target() then return 90 end -- (the engine says which ops it does not run yet)
   local a = require("cute.compile").device_arch()
   return a and tonumber(a:match("^sm_(%d+)")) or 0
 end

@@ -6,7 +6,8 @@ local _ = cute._
 local f32 = cute.float32
 
 
-local gpu_it = dofile("spec/support/util.lua").gpu_it
+local util = dofile("spec/support/util.lua")
+local gpu_it = util.gpu_it
 
 local rand_floats = dofile("spec/support/util.lua").rand_floats
 
@@ -242,7 +243,8 @@ describe("kernels on the GPU", function()
     assert.is_true(ok)
   end)
 
-  gpu_it("a failing launch is a Lua error naming the CUDA error and a hint", function()
+  util.device_it("a failing launch is a Lua error naming the CUDA error and a hint", "the CUDA driver's error name",
+    function()
     local k = cute.kernel(function(A) A[cute.arch.thread_idx()] = 1.0 end)
     local A = cute.zeros({ 4096 }, f32)
     local ok, e = pcall(function() k:launch{ grid = 1, block = 2048 }(A) end)

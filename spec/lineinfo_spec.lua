@@ -280,7 +280,8 @@ describe("lineinfo on the GPU", function()
     end
   end)
 
-  gpu_it("compute-sanitizer names the Lua line of an out-of-bounds store (tools/lineinfo_oob.sh)", function()
+  U.device_it("compute-sanitizer names the Lua line of an out-of-bounds store (tools/lineinfo_oob.sh)",
+    "compute-sanitizer and the cubin's line table", function()
     local out, rc = sh("sh tools/lineinfo_oob.sh")
     if rc == 2 then return pending("no compute-sanitizer: " .. out) end
     assert.are.equal(0, rc, out)

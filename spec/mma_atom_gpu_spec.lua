@@ -275,7 +275,8 @@ end)
 
 describe("MMA atoms on the GPU", function()
   for _, c in ipairs(cases) do
-    util.gpu_it(c[1] .. ": D = C + A B through the atom's layouts", function()
+    util.device_it(c[1] .. ": D = C + A B through the atom's layouts", "loads the atom's PTX into the driver (rt.load_module)",
+      function()
       local atom = cute.make_mma_atom(c[2]())
       local d = rt.device()
       local known = { sm_80 = true, sm_86 = true, sm_89 = true, sm_90a = true }

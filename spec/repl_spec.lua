@@ -31,7 +31,7 @@ local function each_session(fn)
   local ok, err = pcall(fn, p, hist)
   p:close()
   os.remove(hist)
-  if not ok then error(err .. "\n--- terminal output ---\n" .. p.out, 0) end
+  if not ok then error(tostring(err) .. "\n--- terminal output ---\n" .. p.out, 0) end
 end
 
 local function must(p, text)
@@ -257,7 +257,8 @@ describe("REPL completion", function()
 end)
 
 describe("the REPL with a GPU", function()
-  util.gpu_it(":time (events, median of N), :info (occupancy) and :device on a launched kernel", function()
+  util.device_it(":time (events, median of N), :info (occupancy) and :device on a launched kernel",
+    ":info's registers and occupancy come from the cubin and the driver", function()
     each_session(function(p)
       p:send("k = cute.kernel(function(A) local i = cute.arch.block_idx() * 128 + cute.arch.thread_idx() " ..
         "A[i] = A[i] + 1 end, {name = 'inc'})\r")

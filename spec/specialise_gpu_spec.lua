@@ -9,7 +9,8 @@ local bit = require("bit")
 local f32 = cute.float32
 
 
-local gpu_it = dofile("spec/support/util.lua").gpu_it
+local util = dofile("spec/support/util.lua")
+local gpu_it = util.gpu_it
 
 local seed = 4242
 local function rand_floats(n)
@@ -138,7 +139,8 @@ describe("host copies of 2 GiB and more", function()
   end
   local function byte_at(i) return pat[i % P] end
 
-  gpu_it("from_host and to_host round-trip a 2.1 GiB tensor", function()
+  util.device_it("from_host and to_host round-trip a 2.1 GiB tensor", "2.1 GiB of device memory and cute.mem_info",
+    function()
     local free = cute.mem_info()
     if type(free) == "number" and free < 3 * 2 ^ 30 then pending("less than 3 GiB of free device memory") return end
     local host = cute.host_buffer(n, cute.uint8)

@@ -114,7 +114,8 @@ describe("stream priorities", function()
 end)
 
 describe("stream priorities on the GPU", function()
-  util.gpu_it("the device's range holds the default 0; a most-urgent stream runs a copy", function()
+  util.device_it("the device's range holds the default 0; a most-urgent stream runs a copy",
+    "stream priorities are the driver's (cuCtxGetStreamPriorityRange)", function()
     K._use_driver(nil)
     local least, greatest = cute.stream_priority_range()
     assert.is_true(greatest <= 0 and least >= 0, ("range %d .. %d"):format(least, greatest))

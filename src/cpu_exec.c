@@ -193,7 +193,8 @@ static int prog_build(struct cute_ir *ir, int32_t fi, int depth, cute_cpu_prog *
     if (ii->op == IR_FOR && in->a[2] < 0) { /* a negative constant step counts down */
       const ir_const *c = &p->f->cst[-in->a[2]];
       in->aux = ir_scalar_class(c->type) == 1 && c->bits < 0;
-    }
+    } else if (ii->op == IR_FOR && ir_scalar_class(ii->type) == 1)
+      in->aux = 2; /* a runtime step of a signed loop: its sign picks < or > per lane (0: none) */
     if (ii->op == IR_ASM) rc = cpu_asm_prepare(p, in, err);
     else if (ii->op == IR_CALL) rc = prep_call(p, in, err);
     else if (ii->op != IR_PARAMADDR && !cpu_pure_ok(p, in) && !cpu_side_ok(p, in)) rc = unsupported(p, r, err);
@@ -251,25 +252,29 @@ static inline int loop_dead(const cpu_warp *w, uint32_t *dead) {
 static uint32_t for_cond(const cpu_ins *in, const cpu_warp *w, uint32_t m) {
   const uint8_t *iv = w->vp[in->ref], *hi = w->vp[in->a[1]];
   uint32_t r = 0;
-  int down = in->aux != 0;
+  const uint8_t *st = w->vp[in->a[2]];
   for (int t = 0; t < CPU_LANES; t++) {
     if (!(m >> t & 1)) continue;
     int ok;
+#define SIGNED_COND(T) do { T a = ((const T *)iv)[t], b = ((const T *)hi)[t], s = ((const T *)st)[t]; \
+    int down = in->aux == 1 || (in->aux == 2 && s < 0); \
+    ok = in->aux == 2 && s == 0 ? 0 : down ? a > b : a < b; } while (0)
     switch (in->sk) {
-    case CUTE_T_I32: { int32_t a = ((const int32_t *)iv)[t], b = ((const int32_t *)hi)[t]; ok = down ? a > b : a < b; } break;
-    case CUTE_T_I64: { int64_t a = ((const int64_t *)iv)[t], b = ((const int64_t *)hi)[t]; ok = down ? a > b : a < b; } break;
+    case CUTE_T_I32: SIGNED_COND(int32_t); break;
+    case CUTE_T_I64: SIGNED_COND(int64_t); break;
     case CUTE_T_U32: { uint32_t a = ((const uint32_t *)iv)[t], b = ((const uint32_t *)hi)[t]; ok = a < b; } break;
     case CUTE_T_U64: { uint64_t a = ((const uint64_t *)iv)[t], b = ((const uint64_t *)hi)[t]; ok = a < b; } break;
-    case CUTE_T_I16: { int16_t a = ((const int16_t *)iv)[t], b = ((const int16_t *)hi)[t]; ok = down ? a > b : a < b; } break;
+    case CUTE_T_I16: SIGNED_COND(int16_t); break;
     default: ok = 0;
     }
+#undef SIGNED_COND
     r |= (uint32_t)ok << t;
   }
   return r;
 }
 
-/* iv += step for the lanes of m; returns the lanes where iv + step leaves the
-   type (the IR's for ends there, as the GPU code does: codegen_body.c) */
+/* iv += step on the lanes of m; returns the lanes whose add overflowed the
+   loop's type (they leave the loop, as the GPU's add.with.overflow exit) */
 static uint32_t for_step(const cpu_ins *in, cpu_warp *w, uint32_t m) {
   uint8_t *iv = w->vp[in->ref];
   const uint8_t *st = w->vp[in->a[2]];
@@ -278,11 +283,12 @@ static uint32_t for_step(const cpu_ins *in, cpu_warp *w, uint32_t m) {
     if (!(m >> t & 1)) continue;
     int o = 0;
     switch (in->sk) {
-    case CUTE_T_I32: o = __builtin_add_overflow(((int32_t *)iv)[t], ((const int32_t *)st)[t], &((int32_t *)iv)[t]); break;
-    case CUTE_T_I64: o = __builtin_add_overflow(((int64_t *)iv)[t], ((const int64_t *)st)[t], &((int64_t *)iv)[t]); break;
-    case CUTE_T_U32: o = __builtin_add_overflow(((uint32_t *)iv)[t], ((const uint32_t *)st)[t], &((uint32_t *)iv)[t]); break;
-    case CUTE_T_U64: o = __builtin_add_overflow(((uint64_t *)iv)[t], ((const uint64_t *)st)[t], &((uint64_t *)iv)[t]); break;
-    case CUTE_T_I16: o = __builtin_add_overflow(((int16_t *)iv)[t], ((const int16_t *)st)[t], &((int16_t *)iv)[t]); break;
+    case CUTE_T_I16: { int16_t *p = (int16_t *)iv + t; o = __builtin_add_overflow(*p, ((const int16_t *)st)[t], p); } break;
+    case CUTE_T_I32: { int32_t *p = (int32_t *)iv + t; o = __builtin_add_overflow(*p, ((const int32_t *)st)[t], p); } break;
+    case CUTE_T_I64: { int64_t *p = (int64_t *)iv + t; o = __builtin_add_overflow(*p, ((const int64_t *)st)[t], p); } break;
+    case CUTE_T_U32: { uint32_t *p = (uint32_t *)iv + t; o = __builtin_add_overflow(*p, ((const uint32_t *)st)[t], p); } break;
+    case CUTE_T_U64: { uint64_t *p = (uint64_t *)iv + t; o = __builtin_add_overflow(*p, ((const uint64_t *)st)[t], p); } break;
+    default: break;
     }
     ov |= (uint32_t)o << t;
   }

@@ -137,7 +137,9 @@ static int cvt(const cpu_ins *in, uint8_t *d, const uint8_t *a) {
   for (int i = 0; i < n; i++) {
     const uint8_t *s = a + (size_t)i * (size_t)ss;
     uint8_t *t = d + (size_t)i * (size_t)ds;
-    if (dk >= CUTE_T_F8E4M3) *t = cpu_f2f8(rd_flt(sk, s), dk == CUTE_T_F8E5M2);
+    if (dk == CUTE_T_I1) /* to a predicate: x != 0 (NaN -> 1), as the GPU's setp */
+      *t = is_flt(sk) ? rd_flt(sk, s) != 0 : rd_int(sk, s) != 0;
+    else if (dk >= CUTE_T_F8E4M3) *t = cpu_f2f8(rd_flt(sk, s), dk == CUTE_T_F8E5M2);
     else if (sk >= CUTE_T_F8E4M3) wr_flt(dk, t, cpu_f82f(*s, sk == CUTE_T_F8E5M2), 1);
     else if (dk == CUTE_T_TF32) { /* cvt.rna.tf32.f32: to nearest, ties away, low 13 bits cleared */
       uint32_t u;

@@ -186,8 +186,68 @@ function M.one_based(t, n)
   return o
 end
 
--- a test tagged #gpu in the calling spec's environment: pending without a GPU
-local function gpu_test(env, name, fn)
+-- Is this process on the CPU target by CUTE_TARGET=cpu (tools/run_tests.sh's
+-- second pass)?  Then the #gpu tests run there (docs/CPU_TARGET.md, "CI").
+function M.on_cpu_target() return os.getenv("CUTE_TARGET") == "cpu" end
+
+-- the engine's refusal of an op it does not run yet ("op OP at FILE:LINE is
+-- not supported on the CPU target yet"), or the trace's refusal of an op newer
+-- than the CPU target's sm_80 (cute.device(0)): that sentence, or nil
+local function unsupported(e)
+  local s = tostring(e)
+  return s:match("(op [^\n]- is not supported on the CPU target yet)")
+    or s:match("([^\n]*needs sm_%d+a?[^\n;]- or newer; the kernel is compiled for sm_80)")
+end
+M.cpu_unsupported = unsupported
+
+-- a test tagged #gpu in the calling spec's environment: pending without a GPU.
+-- On the CPU target (CUTE_TARGET=cpu) it runs, unless needs_gpu names why it
+-- needs a real GPU (pending with that reason); an op the engine does not run
+-- yet makes it pending with the engine's sentence (never a pass, never a
+-- failure), so that it runs as soon as the op is supported.
+local function gpu_test(env, name, fn, needs_gpu)
+  if M.on_cpu_target() then
+    if needs_gpu then
+      env.it(name .. " #gpu", function() env.pending("needs a real GPU (CPU target): " .. needs_gpu) end)
+      return
+    end
+    env.it(name .. " #gpu", function()
+      -- (a spec that swapped in a stub driver restores the GPU driver when it ends)
+      require("cute")
+      require("cute.target_cpu").install()
+      local ok, e = xpcall(fn, function(e)
+        if type(e) == "string" and (e:find("no CUDA driver", 1, true) or e:find("cuTensorMapEncode", 1, true)) then
+          -- a TMA descriptor is encoded by the CUDA driver (cuTensorMapEncode*)
+          for level = 2, 40 do
+            local i = debug.getinfo(level, "S")
+            if not i then break end
+            if i.short_src:match("lua/cute/tma[%w_]*%.lua$") then
+              return "op TMA descriptor (cuTensorMapEncode, " .. i.short_src .. ") is not supported on the CPU target yet"
+            end
+          end
+        end
+        if type(e) == "string" and not e:match("^[^\n]-:%d+: ") then
+          -- (an assert(cond, msg) without a position: the spec's line, found
+          -- while the stack is still there, as busted would have)
+          for level = 2, 40 do
+            local i = debug.getinfo(level, "Sl")
+            if not i then break end
+            if i.what ~= "C" and i.short_src:match("_spec%.lua$") then
+              return i.short_src .. ":" .. i.currentline .. ": " .. e
+            end
+          end
+        end
+        return e
+      end)
+      if ok then return end
+      local why_not = type(e) == "string" and unsupported(e)
+      if why_not then -- (busted names the place: the kernel's line the engine names)
+        return env.pending((why_not:match(" at ([^%s]+:%d+) ") or "CPU target") .. ": " .. why_not)
+      end
+      error(e, 0)
+    end)
+    return
+  end
   if gpu == nil then gpu, why = require("cute").available() end
   if gpu then
     env.it(name .. " #gpu", fn)
@@ -197,6 +257,15 @@ local function gpu_test(env, name, fn)
 end
 
 function M.gpu_it(name, fn) gpu_test(getfenv(2), name, fn) end
+
+-- a size for a #gpu test: gpu_size on a GPU, cpu_size on the CPU target
+-- (CI's budget: the interpreter runs some 10^8 .. 10^9 thread-instructions a second)
+function M.ci_size(gpu_size, cpu_size) return M.on_cpu_target() and cpu_size or gpu_size end
+
+-- a #gpu test that needs a real GPU (timings, the driver, cubins, ptxas,
+-- several devices, peer memory, NCCL, torch...): reason says which; pending
+-- on the CPU target with it, a plain #gpu test on a GPU
+function M.device_it(name, reason, fn) gpu_test(getfenv(2), name, fn, reason) end
 
 -- is the device an sm_90a one (Hopper: wgmma, TMA, clusters, setmaxnreg)?
 -- false and why not otherwise
@@ -213,6 +282,10 @@ function M.hopper_it(name, fn)
   local env = getfenv(2)
   gpu_test(env, name, function()
     local ok, why = M.sm90()
+    if M.on_cpu_target() then -- (its device says which architecture it runs: sm_80 in this version)
+      local arch = require("cute").device().arch
+      ok, why = arch == "sm_90a", ("needs an sm_90a device: the CPU target is an %s one"):format(arch)
+    end
     if not ok then return env.pending(why) end
     fn()
   end)
