@@ -211,6 +211,34 @@ describe("the CPU target", function()
     end
   end)
 
+  it("cute.range with a traced step counts by the step's sign per lane, as the GPU's code (codegen_body.c)", function()
+    -- every lane has its own lo, hi and step (positive, negative, or a wrap past the type)
+    local k = cute.kernel(function(out, lo, hi, st)
+      local t = cute.arch.thread_idx()
+      local c, last = 0, -1
+      for i in cute.range(lo[t], hi[t], st[t]) do c = c + 1; last = i end
+      out[2 * t] = c
+      out[2 * t + 1] = last
+    end)
+    local cases = { { 10, 0, -1 }, { 0, 10, 1 }, { 10, 0, 1 }, { 0, 10, -1 }, { 9, -9, -3 }, { -5, 6, 4 },
+      { 2147483640, 2147483647, 5 }, { -2147483640, -2147483648, -7 }, { 3, 3, -1 }, { 7, 6, -2 } }
+    local lo, hi, st, want = {}, {}, {}, {}
+    for j, c in ipairs(cases) do
+      lo[j], hi[j], st[j] = c[1], c[2], c[3]
+      local n, last, i = 0, -1, c[1] -- Python's range, stopping where i + step leaves i32
+      while (c[3] > 0 and i < c[2]) or (c[3] < 0 and i > c[2]) do
+        n, last = n + 1, i
+        i = i + c[3]
+        if i > 2147483647 or i < -2147483648 then break end
+      end
+      want[2 * j - 1], want[2 * j] = n, last
+    end
+    local out = cute.zeros({ 2 * #cases }, i32)
+    k:launch({ grid = 1, block = #cases })(out, cute.from_host(lo, i32, { #cases }), cute.from_host(hi, i32, { #cases }),
+      cute.from_host(st, i32, { #cases }))
+    assert.same(want, out:to_table())
+  end)
+
   it("a block-level tree reduction through shared memory with sync_threads (exact, every block)", function()
     local k = cute.kernel(function(X, Out)
       local tid, bid = cute.arch.thread_idx(), cute.arch.block_idx()
