@@ -102,6 +102,7 @@ enum {
     (CUcontext *pctx, CUdevice dev)) \
   X(DevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease_v2, 1, \
     (CUdevice dev)) \
+  X(DevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset_v2, 1, (CUdevice dev)) \
   X(CtxSetCurrent, cuCtxSetCurrent, cuCtxSetCurrent, 1, (CUcontext ctx)) \
   X(CtxGetCurrent, cuCtxGetCurrent, cuCtxGetCurrent, 1, (CUcontext *pctx)) \
   X(CtxSynchronize, cuCtxSynchronize, cuCtxSynchronize, 1, (void)) \
@@ -109,6 +110,8 @@ enum {
   X(MemAlloc, cuMemAlloc_v2, cuMemAlloc_v2, 1, (CUdeviceptr *dptr, size_t bytes)) \
   X(MemFree, cuMemFree_v2, cuMemFree_v2, 1, (CUdeviceptr dptr)) \
   X(MemHostAlloc, cuMemHostAlloc, cuMemHostAlloc, 1, (void **pp, size_t bytes, unsigned int flags)) \
+  X(MemHostGetDevicePointer, cuMemHostGetDevicePointer_v2, cuMemHostGetDevicePointer_v2, 1, \
+    (CUdeviceptr *pdptr, void *p, unsigned int flags)) \
   X(MemFreeHost, cuMemFreeHost, cuMemFreeHost, 1, (void *p)) \
   X(MemcpyHtoD, cuMemcpyHtoD_v2, cuMemcpyHtoD_v2, 1, \
     (CUdeviceptr dst, const void *src, size_t bytes)) \
@@ -150,6 +153,8 @@ enum {
   X(ModuleLoadDataEx, cuModuleLoadDataEx, cuModuleLoadDataEx, 1, \
     (CUmodule *module, const void *image, unsigned int num_options, CUjit_option *options, \
      void **option_values)) \
+  X(ModuleGetGlobal, cuModuleGetGlobal_v2, cuModuleGetGlobal_v2, 1, \
+    (CUdeviceptr *dptr, size_t *bytes, CUmodule module, const char *name)) \
   X(ModuleUnload, cuModuleUnload, cuModuleUnload, 1, (CUmodule module)) \
   X(ModuleGetFunction, cuModuleGetFunction, cuModuleGetFunction, 1, \
     (CUfunction *fn, CUmodule module, const char *name)) \
