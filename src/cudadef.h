@@ -248,14 +248,14 @@ struct cute_cu_table {
   X(CUDA_ERROR_NOT_READY, 600, "the work is still running") \
   X(CUDA_ERROR_ILLEGAL_ADDRESS, 700, \
     "the kernel faulted: an out-of-bounds access? run under compute-sanitizer; the context " \
-    "is now unusable, restart the process") \
+    "is unusable until reset (Lua resets it for you; C: cute_cuda_device_reset, docs/FAULTS.md)") \
   X(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, 701, \
     "too many registers or threads for this block size: use a smaller block, or see " \
     "fn:attributes().num_regs") \
   X(CUDA_ERROR_LAUNCH_TIMEOUT, 702, "the kernel ran too long (display watchdog)") \
   X(CUDA_ERROR_LAUNCH_FAILED, 719, \
-    "the kernel faulted: an out-of-bounds access? run under compute-sanitizer; the context " \
-    "is now unusable, restart the process") \
+    "the kernel faulted or trapped (cute.assert_, cute.arch.trap)? run under compute-sanitizer; " \
+    "the context is unusable until reset (Lua resets it for you; C: cute_cuda_device_reset)") \
   X(CUDA_ERROR_MISALIGNED_ADDRESS, 716, \
     "the kernel faulted on a misaligned access: check pointer/vector alignment; run under " \
     "compute-sanitizer") \
