@@ -254,8 +254,9 @@ struct cute_cu_table {
     "fn:attributes().num_regs") \
   X(CUDA_ERROR_LAUNCH_TIMEOUT, 702, "the kernel ran too long (display watchdog)") \
   X(CUDA_ERROR_LAUNCH_FAILED, 719, \
-    "the kernel faulted or trapped (cute.assert_, cute.arch.trap)? run under compute-sanitizer; " \
-    "the context is unusable until reset (Lua resets it for you; C: cute_cuda_device_reset)") \
+    "the kernel faulted: an out-of-bounds access? run under compute-sanitizer; or it trapped " \
+    "(cute.assert_, cute.arch.trap); the context is unusable until reset (Lua resets it for you; " \
+    "C: cute_cuda_device_reset)") \
   X(CUDA_ERROR_MISALIGNED_ADDRESS, 716, \
     "the kernel faulted on a misaligned access: check pointer/vector alignment; run under " \
     "compute-sanitizer") \

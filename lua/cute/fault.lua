@@ -32,8 +32,10 @@ local address_faults = { [700] = true, [716] = true, [717] = true }
 -- the ring of recent launches (written by lua/cute/launch.lua's launchers)
 ---------------------------------------------------------------------------
 local RING = 16
--- k: kernel, e: entry, l: launcher or cfg, d: device, q: sequence number
-local ring = { n = 0, seq = 0, k = {}, e = {}, l = {}, d = {}, q = {}, synced = {} }
+-- k: kernel, e: entry, l: launcher or cfg (weak: the ring keeps no kernel
+-- alive), name: the kernel's name, d: device, q: sequence number
+local function weakv() return setmetatable({}, { __mode = "v" }) end
+local ring = { n = 0, seq = 0, k = weakv(), e = weakv(), l = weakv(), name = {}, d = {}, q = {}, synced = {} }
 M.ring, M.RING = ring, RING
 
 -- a launch of kernel k (entry e, launcher or cfg l) on device d
@@ -41,7 +43,7 @@ function M.record(k, e, l, d)
   local n = ring.n % RING + 1
   local q = ring.seq + 1
   ring.n, ring.seq = n, q
-  ring.k[n], ring.e[n], ring.l[n], ring.d[n], ring.q[n] = k, e, l, d, q
+  ring.k[n], ring.e[n], ring.l[n], ring.name[n], ring.d[n], ring.q[n] = k, e, l, k.name, d, q
 end
 
 -- device dev (nil: all) synchronized without an error: earlier launches are fine
@@ -62,8 +64,8 @@ end
 
 -- "vadd (grid {..}, block {..}; first launched at f.lua:12)" for ring slot i
 local function describe(i)
-  local k, e, l = ring.k[i], ring.e[i], ring.l[i]
-  local what = tostring(k and k.name or "?")
+  local e, l = ring.e[i], ring.l[i]
+  local what = tostring(ring.name[i])
   if type(l) == "table" then
     what = ("%s (grid %s, block %s"):format(what, dims(l, "gx", "gy", "gz", "grid"), dims(l, "bx", "by", "bz", "block"))
     what = what .. (e and e.site and ("; first launched at " .. e.site) or "") .. ")"
@@ -126,7 +128,7 @@ function M.read_record(dev, sus)
   for _, i in ipairs(sus or {}) do
     local e = ring.e[i]
     local a = e and e.plan and e.plan.asserts and e.plan.asserts[out.ref]
-    if a and a.line == out.line then out.site, out.kernel = a, ring.k[i] and ring.k[i].name end
+    if a and a.line == out.line then out.site, out.kernel = a, ring.name[i] end
   end
   return out
 end
@@ -231,7 +233,7 @@ local function recover(msg, code, name)
       "(a kernel launched by other code?)"):format(dev)
   end
   if rec then lines[#lines + 1] = "  " .. M.format_record(rec) end
-  local cause = ("%s in %s"):format(name, #sus == 1 and ("kernel " .. tostring(ring.k[sus[1]].name))
+  local cause = ("%s in %s"):format(name, #sus == 1 and ("kernel " .. tostring(ring.name[sus[1]]))
     or rec and rec.kernel and ("kernel " .. rec.kernel) or ("a kernel on device " .. dev))
   local e2 = ffi.new("cute_err[1]")
   if rt._driver.cute_cuda_device_reset(dev, e2) ~= 0 then
