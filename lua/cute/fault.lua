@@ -32,18 +32,22 @@ local address_faults = { [700] = true, [716] = true, [717] = true }
 -- the ring of recent launches (written by lua/cute/launch.lua's launchers)
 ---------------------------------------------------------------------------
 local RING = 16
--- k: kernel, e: entry, l: launcher or cfg (weak: the ring keeps no kernel
--- alive), name: the kernel's name, d: device, q: sequence number
+-- k: kernel, e: entry (weak: the ring keeps no kernel alive), name: the
+-- kernel's name, d: device, q: sequence number, dims[6 (n - 1) + 1 .. 6]: grid
+-- and block.  (Only numbers, strings and long-lived objects: a launcher made
+-- per call stored here would escape and defeat LuaJIT's allocation sinking.)
 local function weakv() return setmetatable({}, { __mode = "v" }) end
-local ring = { n = 0, seq = 0, k = weakv(), e = weakv(), l = weakv(), name = {}, d = {}, q = {}, synced = {} }
+local ring = { n = 0, seq = 0, k = weakv(), e = weakv(), name = {}, d = {}, q = {}, dims = {}, synced = {} }
 M.ring, M.RING = ring, RING
 
--- a launch of kernel k (entry e, launcher or cfg l) on device d
-function M.record(k, e, l, d)
+-- a launch of kernel k (entry e) on device d with grid {gx, gy, gz} and block {bx, by, bz}
+function M.record(k, e, d, gx, gy, gz, bx, by, bz)
   local n = ring.n % RING + 1
   local q = ring.seq + 1
   ring.n, ring.seq = n, q
-  ring.k[n], ring.e[n], ring.l[n], ring.name[n], ring.d[n], ring.q[n] = k, e, l, k.name, d, q
+  ring.k[n], ring.e[n], ring.name[n], ring.d[n], ring.q[n] = k, e, k.name, d, q
+  local g, o = ring.dims, 6 * n - 6
+  g[o + 1], g[o + 2], g[o + 3], g[o + 4], g[o + 5], g[o + 6] = gx, gy, gz, bx, by, bz
 end
 
 -- device dev (nil: all) synchronized without an error: earlier launches are fine
@@ -55,22 +59,11 @@ function M.synced(dev)
   end
 end
 
-local function dims(l, a, b, c, key)
-  if l[a] then return ("{%d,%d,%d}"):format(l[a], l[b], l[c]) end
-  local v = l[key]
-  if type(v) == "table" then return "{" .. table.concat(v, ",") .. "}" end
-  return tostring(v)
-end
-
 -- "vadd (grid {..}, block {..}; first launched at f.lua:12)" for ring slot i
 local function describe(i)
-  local e, l = ring.e[i], ring.l[i]
-  local what = tostring(ring.name[i])
-  if type(l) == "table" then
-    what = ("%s (grid %s, block %s"):format(what, dims(l, "gx", "gy", "gz", "grid"), dims(l, "bx", "by", "bz", "block"))
-    what = what .. (e and e.site and ("; first launched at " .. e.site) or "") .. ")"
-  end
-  return what
+  local e, g, o = ring.e[i], ring.dims, 6 * i - 6
+  return ("%s (grid {%d,%d,%d}, block {%d,%d,%d}%s)"):format(tostring(ring.name[i]), g[o + 1], g[o + 2], g[o + 3],
+    g[o + 4], g[o + 5], g[o + 6], e and e.site and ("; first launched at " .. e.site) or "")
 end
 
 -- ring slots of device dev since its last successful synchronize, oldest first

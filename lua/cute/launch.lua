@@ -375,7 +375,7 @@ local function do_launch(self, l, args, nargs)
     st = drv.cute_cuda_launch(entry.fn, l.gx, l.gy, l.gz, l.bx, l.by, l.bz, smem, stream, entry.params, cu_err)
   end
   if st ~= 0 then fail_launch(self) end
-  fault.record(self, entry, l, ctx.device)
+  fault.record(self, entry, ctx.device, l.gx, l.gy, l.gz, l.bx, l.by, l.bz)
 end
 
 -- The hot path: for each arity a generated function looks the signature up
@@ -410,7 +410,7 @@ local function make_fast_launcher(n)
   if C.cute_cuda_launch(e.fn, gx, gy, gz, bx, by, bz, sm, stream, e.params, cu_err) ~= 0 then
     fail_launch(self)
   end
-  record(self, e, l, ctx.device)
+  record(self, e, ctx.device, gx, gy, gz, bx, by, bz)
 end]]
   local f = assert(loadstring(table.concat(src, "\n"), "=[cute launch " .. n .. "]"))(
     arg_key, ENTRY, ctx, rt._driver, cu_err, do_launch, fail_launch, fault.record)
