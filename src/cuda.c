@@ -296,9 +296,7 @@ static int set_device(int ordinal, cute_err *err) {
 
 /* cuda_fault.c, after cuDevicePrimaryCtxReset + Release: the next use retains it anew. */
 void cute_cuda_forget_ctx_(int ordinal) {
-  pthread_mutex_lock(&g_ctx_lock);
-  g_primary[ordinal] = NULL;
-  pthread_mutex_unlock(&g_ctx_lock);
+  pthread_mutex_lock(&g_ctx_lock), g_primary[ordinal] = NULL, pthread_mutex_unlock(&g_ctx_lock);
   if (t_dev == ordinal) t_ctx = NULL;
 }
 
