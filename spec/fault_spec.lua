@@ -275,6 +275,21 @@ describe("the fault record of cute.assert_ (stub driver)", function()
     assert.equal(0, fault.records[0].host[0].state)
   end)
 
+  it("without page-locked memory for the record the kernel still launches (no record, no module global)", function()
+    local saved = driver.cute_cuda_host_alloc
+    driver.cute_cuda_host_alloc = function(_, _, _, e) return cuda_err(2, "cuMemHostAlloc(40 bytes)", e) end
+    K._use_driver(driver)
+    fault.records[0] = nil
+    local k = cute.kernel(ak)
+    k:launch{ grid = 1, block = 32 }(cute.empty(64, f32))
+    assert.equal(1, stub.launches)
+    assert.equal(0, #stub.globals)
+    assert.is_false(fault.records[0])
+    driver.cute_cuda_host_alloc = saved
+    K._use_driver(driver)
+    fault.records[0] = nil
+  end)
+
   it("decodes a record without a matching kernel by its line alone", function()
     local r = fault.format_record({ state = 1, ref = 7, line = 42, tid = { 0, 1, 2 }, ctaid = { 3, 4, 5 } })
     assert.equal("line 42: a cute.assert_ failed (thread (0,1,2) of block (3,4,5)) [record incomplete]", r)

@@ -85,17 +85,21 @@ M._suspects = suspects
 M.records = {} -- device -> { host = cute_fault_record *, dptr = uint64_t[1] }
 local rec_t = ffi.typeof("cute_fault_record *")
 
--- The record of the current device (allocated on first use).
+-- The record of device dev (allocated on first use), or false when the driver
+-- could not give one (the kernel then runs without: a diagnostic never stops a launch).
 local function record_of(dev)
   local r = M.records[dev]
-  if r then return r end
+  if r ~= nil then return r end
   local drv = rt._driver
-  local p = ffi.new("void *[1]")
-  cf.check(drv.cute_cuda_host_alloc(p, ffi.sizeof("cute_fault_record"), C.CUTE_CU_MEMHOSTALLOC_DEVICEMAP, cf.err))
-  local dptr = ffi.new("uint64_t[1]")
-  cf.check(drv.cute_cuda_host_device_pointer(p[0], dptr, cf.err))
-  r = { host = ffi.cast(rec_t, p[0]), dptr = dptr }
-  ffi.fill(r.host, ffi.sizeof("cute_fault_record"))
+  local p, dptr = ffi.new("void *[1]"), ffi.new("uint64_t[1]")
+  local bytes = ffi.sizeof("cute_fault_record")
+  r = false
+  if drv.cute_cuda_host_alloc(p, bytes, C.CUTE_CU_MEMHOSTALLOC_DEVICEMAP, nil) == 0 then
+    if drv.cute_cuda_host_device_pointer(p[0], dptr, nil) == 0 then
+      r = { host = ffi.cast(rec_t, p[0]), dptr = dptr }
+      ffi.fill(r.host, bytes)
+    end
+  end
   M.records[dev] = r
   return r
 end
@@ -106,7 +110,7 @@ end
 function M.attach(mod, plan)
   if not plan.asserts then return end
   local r = record_of(rt.current_device())
-  cf.check(rt._driver.cute_cuda_module_global_set(mod.handle, "cute_fault_rec", r.dptr, 8, cf.err))
+  if r then rt._driver.cute_cuda_module_global_set(mod.handle, "cute_fault_rec", r.dptr, 8, nil) end
 end
 
 -- The decoded record of device dev: nil when no assertion failed, else
