@@ -207,6 +207,26 @@ describe("a fault after a launch (stub driver)", function()
     assert.same({}, stub.resets)
   end)
 
+  it("a fault found by a call on another device (device = 1) resets that device, not the current one", function()
+    local saved = { driver.cute_cuda_device_count, driver.cute_cuda_set_device, driver.cute_cuda_memset_d8 }
+    local cur = 0
+    driver.cute_cuda_device_count = function(out) out[0] = 2; return 0 end
+    driver.cute_cuda_set_device = function(i) cur = i; return 0 end
+    driver.cute_cuda_memset_d8 = function(_, _, _, _, _, e)
+      if cur == 1 then return cuda_err(700, "cuMemsetD8", e) end
+      return 0
+    end
+    K._use_driver(driver)
+    local A = cute.zeros(16, f32)
+    local e = err_of(function() cute.zeros(16, f32, { device = 1 }) end)
+    driver.cute_cuda_device_count, driver.cute_cuda_set_device, driver.cute_cuda_memset_d8 = saved[1], saved[2], saved[3]
+    K._use_driver(driver)
+    assert.truthy(has(e, "device 1 was reset"), e)
+    assert.same({ 1 }, stub.resets)
+    assert.equal("table", type(A.shape)) -- (device 0's tensor is untouched)
+    assert.is_nil(rawget(A, "_lost"))
+  end)
+
   it("a reset that fails says the device cannot be used any more", function()
     stub.reset_fails = true
     local e = err_of(function() stub.sync = 700; cute.synchronize() end)

@@ -212,8 +212,7 @@ end
 M.resets = 0
 local busy = false
 
-local function recover(msg, code, name)
-  local dev = rt.current_device()
+local function recover(msg, code, name, dev)
   local sus = suspects(dev)
   local lines = { msg }
   local rec = M.read_record(dev, sus)
@@ -253,13 +252,16 @@ end
 -- report above, after the recovery; other messages pass unchanged.
 function M.on_error(msg)
   if busy then return msg end
+  -- the device of the failed call: another one's when it went through rt.on_device, else the current one
+  local dev = rt.failed_device or rt.current_device()
+  rt.failed_device = nil
   local name, code = msg:match("(CUDA_ERROR_[%u_]+) %((%d+)%)")
   code = tonumber(code)
   if not code or not M.sticky[code] then return msg end
   local cpu = package.loaded["cute.target_cpu"]
   if cpu and cpu.active then return msg end
   busy = true
-  local ok, out = pcall(recover, msg, code, name)
+  local ok, out = pcall(recover, msg, code, name, dev)
   busy = false
   if not ok then return msg .. "\n  (the recovery failed: " .. tostring(out) .. ")" end
   return out

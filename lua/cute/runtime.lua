@@ -349,6 +349,7 @@ function M.on_device(dev, f, ...)
   if s ~= 0 then return s end
   ctx.device = dev -- (a finalizer that runs meanwhile sees the context that is current)
   s = f(...)
+  if s ~= 0 then M.failed_device = dev end -- (a fault found there is that device's: cute.fault)
   local back = d.cute_cuda_set_device(cur, s == 0 and err or nil)
   ctx.device = cur
   if s == 0 then s = back end
