@@ -253,11 +253,12 @@ end
 function M.on_error(msg)
   if busy then return msg end
   -- the device of the failed call: another one's when it went through rt.on_device, else the current one
-  local dev = rt.failed_device or rt.current_device()
+  local dev = rt.failed_device
   rt.failed_device = nil
   local name, code = msg:match("(CUDA_ERROR_[%u_]+) %((%d+)%)")
   code = tonumber(code)
   if not code or not M.sticky[code] then return msg end
+  dev = dev or rt.current_device()
   local cpu = package.loaded["cute.target_cpu"]
   if cpu and cpu.active then return msg end
   busy = true
