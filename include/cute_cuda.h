@@ -315,6 +315,26 @@ int cute_tensor_map_encode_tiled(void *map, const cute_tensor_map_args *a, cute_
 int cute_tensor_map_encode_im2col(void *map, const cute_tensor_map_args *a, const int *lower,
                                   const int *upper, uint32_t channels_per_pixel,
                                   uint32_t pixels_per_column, cute_err *err);
+/* ---- faults and recovery (src/cuda_fault.c, docs/FAULTS.md) ------------- */
+/* Reset device `ordinal`'s primary context after a sticky fault
+   (cuDevicePrimaryCtxReset, then release and retain it anew): every module,
+   stream, event and allocation of it is gone; the calling thread's current
+   device is made current again. */
+int cute_cuda_device_reset(int ordinal, cute_err *err);
+/* The device address and size of module global `name` (cuModuleGetGlobal). */
+int cute_cuda_module_global(void *module, const char *name, uint64_t *dptr, size_t *bytes,
+                            cute_err *err);
+/* Write `bytes` from src into module global `name` (a cuMemcpyHtoD). */
+int cute_cuda_module_global_set(void *module, const char *name, const void *src, size_t bytes,
+                                cute_err *err);
+/* The device address of mapped page-locked host memory (cuMemHostGetDevicePointer). */
+int cute_cuda_host_device_pointer(void *host, uint64_t *dptr, cute_err *err);
+/* The fault record a kernel's failing cute.assert_ writes before it traps
+   (mapped page-locked host memory; state: 0 empty, 1 being written, 2 written). */
+typedef struct cute_fault_record {
+  int32_t state, ref, line, pad;
+  uint32_t tid[3], ctaid[3];
+} cute_fault_record;
 /* CDEF END */
 
 #if defined(__GNUC__)

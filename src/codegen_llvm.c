@@ -341,8 +341,12 @@ int cg_link(cg *g, char **text) {
       if (LLVMIsDeclaration(fn) || LLVMGetFunctionCallConv(fn) == LLVMPTXKernelCallConv) continue;
       LLVMSetLinkage(fn, LLVMInternalLinkage);
     }
-    for (LLVMValueRef gv = LLVMGetFirstGlobal(g->M); gv; gv = LLVMGetNextGlobal(gv))
-      if (!LLVMIsDeclaration(gv) && LLVMGetLinkage(gv) == LLVMExternalLinkage) LLVMSetLinkage(gv, LLVMInternalLinkage);
+    for (LLVMValueRef gv = LLVMGetFirstGlobal(g->M); gv; gv = LLVMGetNextGlobal(gv)) {
+      size_t gl; /* (cute_fault_rec stays visible: the host sets it, docs/FAULTS.md) */
+      if (!LLVMIsDeclaration(gv) && LLVMGetLinkage(gv) == LLVMExternalLinkage &&
+          strcmp(LLVMGetValueName2(gv, &gl), "cute_fault_rec"))
+        LLVMSetLinkage(gv, LLVMInternalLinkage);
+    }
     /* an undefined function left (not an intrinsic) would fail late, in ptxas or the JIT */
     for (LLVMValueRef fn = LLVMGetFirstFunction(g->M); fn && !rc; fn = LLVMGetNextFunction(fn)) {
       size_t nl;

@@ -294,6 +294,12 @@ static int set_device(int ordinal, cute_err *err) {
   return CUTE_OK;
 }
 
+/* cuda_fault.c, after cuDevicePrimaryCtxReset + Release: the next use retains it anew. */
+void cute_cuda_forget_ctx_(int ordinal) {
+  pthread_mutex_lock(&g_ctx_lock), g_primary[ordinal] = NULL, pthread_mutex_unlock(&g_ctx_lock);
+  if (t_dev == ordinal) t_ctx = NULL;
+}
+
 /* Driver up and a context current in this thread. */
 static int ensure_ctx(cute_err *err) {
   int s = ensure_driver(err);

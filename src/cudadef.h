@@ -102,6 +102,7 @@ enum {
     (CUcontext *pctx, CUdevice dev)) \
   X(DevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease_v2, 1, \
     (CUdevice dev)) \
+  X(DevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset_v2, 1, (CUdevice dev)) \
   X(CtxSetCurrent, cuCtxSetCurrent, cuCtxSetCurrent, 1, (CUcontext ctx)) \
   X(CtxGetCurrent, cuCtxGetCurrent, cuCtxGetCurrent, 1, (CUcontext *pctx)) \
   X(CtxSynchronize, cuCtxSynchronize, cuCtxSynchronize, 1, (void)) \
@@ -109,6 +110,8 @@ enum {
   X(MemAlloc, cuMemAlloc_v2, cuMemAlloc_v2, 1, (CUdeviceptr *dptr, size_t bytes)) \
   X(MemFree, cuMemFree_v2, cuMemFree_v2, 1, (CUdeviceptr dptr)) \
   X(MemHostAlloc, cuMemHostAlloc, cuMemHostAlloc, 1, (void **pp, size_t bytes, unsigned int flags)) \
+  X(MemHostGetDevicePointer, cuMemHostGetDevicePointer_v2, cuMemHostGetDevicePointer_v2, 1, \
+    (CUdeviceptr *pdptr, void *p, unsigned int flags)) \
   X(MemFreeHost, cuMemFreeHost, cuMemFreeHost, 1, (void *p)) \
   X(MemcpyHtoD, cuMemcpyHtoD_v2, cuMemcpyHtoD_v2, 1, \
     (CUdeviceptr dst, const void *src, size_t bytes)) \
@@ -150,6 +153,8 @@ enum {
   X(ModuleLoadDataEx, cuModuleLoadDataEx, cuModuleLoadDataEx, 1, \
     (CUmodule *module, const void *image, unsigned int num_options, CUjit_option *options, \
      void **option_values)) \
+  X(ModuleGetGlobal, cuModuleGetGlobal_v2, cuModuleGetGlobal_v2, 1, \
+    (CUdeviceptr *dptr, size_t *bytes, CUmodule module, const char *name)) \
   X(ModuleUnload, cuModuleUnload, cuModuleUnload, 1, (CUmodule module)) \
   X(ModuleGetFunction, cuModuleGetFunction, cuModuleGetFunction, 1, \
     (CUfunction *fn, CUmodule module, const char *name)) \
@@ -243,14 +248,15 @@ struct cute_cu_table {
   X(CUDA_ERROR_NOT_READY, 600, "the work is still running") \
   X(CUDA_ERROR_ILLEGAL_ADDRESS, 700, \
     "the kernel faulted: an out-of-bounds access? run under compute-sanitizer; the context " \
-    "is now unusable, restart the process") \
+    "is unusable until reset (Lua resets it for you; C: cute_cuda_device_reset, docs/FAULTS.md)") \
   X(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, 701, \
     "too many registers or threads for this block size: use a smaller block, or see " \
     "fn:attributes().num_regs") \
   X(CUDA_ERROR_LAUNCH_TIMEOUT, 702, "the kernel ran too long (display watchdog)") \
   X(CUDA_ERROR_LAUNCH_FAILED, 719, \
-    "the kernel faulted: an out-of-bounds access? run under compute-sanitizer; the context " \
-    "is now unusable, restart the process") \
+    "the kernel faulted: an out-of-bounds access? run under compute-sanitizer; or it trapped " \
+    "(cute.assert_, cute.arch.trap); the context is unusable until reset (Lua resets it for you; " \
+    "C: cute_cuda_device_reset)") \
   X(CUDA_ERROR_MISALIGNED_ADDRESS, 716, \
     "the kernel faulted on a misaligned access: check pointer/vector alignment; run under " \
     "compute-sanitizer") \

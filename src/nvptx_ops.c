@@ -177,7 +177,53 @@ static LLVMValueRef nv_trap(cg *g, const cg_op *o) {
   cg_intr(g, o->in, "llvm.trap", NULL, 0, NULL, 0);
   return NULL;
 }
-/* a failed assertion prints "file:line: assertion failed: msg" and traps */
+/* The fault record (docs/FAULTS.md): the module global cute_fault_rec holds
+   the device address of the host's cute_fault_record (0: none).  The first
+   failing assertion claims it (state 0 -> 1), writes its IR ref, Lua line,
+   thread and block, fences at system scope and sets state 2; only the failing
+   path runs any of it. */
+static void assert_record(cg *g, const cg_op *o) {
+  const ir_inst *in = o->in;
+  LLVMValueRef gv = LLVMGetNamedGlobal(g->M, "cute_fault_rec");
+  if (!gv) {
+    gv = LLVMAddGlobalInAddressSpace(g->M, g->ti64, "cute_fault_rec", 1);
+    LLVMSetInitializer(gv, LLVMConstInt(g->ti64, 0, 0));
+    LLVMSetAlignment(gv, 8);
+  }
+  LLVMValueRef a = LLVMBuildLoad2(g->B, g->ti64, gv, "");
+  LLVMSetVolatile(a, 1);
+  LLVMBasicBlockRef claim = cg_newbb(g, "assert.claim"), write = cg_newbb(g, "assert.write"),
+                    done = cg_newbb(g, "assert.report");
+  LLVMBuildCondBr(g->B, LLVMBuildICmp(g->B, LLVMIntNE, a, LLVMConstInt(g->ti64, 0, 0), ""), claim, done);
+  LLVMPositionBuilderAtEnd(g->B, claim);
+  LLVMValueRef rec = LLVMBuildIntToPtr(g->B, a, g->tptr, "");
+  LLVMValueRef x = LLVMBuildAtomicCmpXchg(g->B, rec, LLVMConstInt(g->ti32, 0, 0), LLVMConstInt(g->ti32, 1, 0),
+                                          LLVMAtomicOrderingMonotonic, LLVMAtomicOrderingMonotonic, 0);
+  LLVMValueRef won = LLVMBuildICmp(g->B, LLVMIntEQ, LLVMBuildExtractValue(g->B, x, 0, ""), LLVMConstInt(g->ti32, 0, 0), "");
+  LLVMBuildCondBr(g->B, won, write, done);
+  LLVMPositionBuilderAtEnd(g->B, write);
+  static const char *const sregs[6] = {"tid.x", "tid.y", "tid.z", "ctaid.x", "ctaid.y", "ctaid.z"};
+  LLVMValueRef v[8] = {LLVMConstInt(g->ti32, (unsigned long long)o->r, 0), LLVMConstInt(g->ti32, (unsigned long long)in->line, 0)};
+  for (int i = 0; i < 6; i++) {
+    char nm[64];
+    snprintf(nm, sizeof nm, "llvm.nvvm.read.ptx.sreg.%s", sregs[i]);
+    v[2 + i] = cg_intr(g, in, nm, NULL, 0, NULL, 0);
+  }
+  static const unsigned slot[8] = {1, 2, 4, 5, 6, 7, 8, 9}; /* cute_fault_record: ref, line, (pad), tid[3], ctaid[3] */
+  for (int i = 0; i < 8; i++) {
+    LLVMValueRef idx = LLVMConstInt(g->ti32, slot[i], 0);
+    LLVMSetVolatile(LLVMBuildStore(g->B, v[i], LLVMBuildGEP2(g->B, g->ti32, rec, &idx, 1, "")), 1);
+  }
+  LLVMTypeRef fty = LLVMFunctionType(g->tvoid, NULL, 0, 0);
+  LLVMValueRef fence = LLVMGetInlineAsm(fty, "membar.sys;", 11, "~{memory}", 9, 1, 0, LLVMInlineAsmDialectATT, 0);
+  LLVMBuildCall2(g->B, fty, fence, NULL, 0, ""); /* (LLVM 19's NVPTX selects no system-scope fence) */
+  LLVMSetVolatile(LLVMBuildStore(g->B, LLVMConstInt(g->ti32, 2, 0), rec), 1);
+  LLVMBuildBr(g->B, done);
+  LLVMPositionBuilderAtEnd(g->B, done);
+}
+
+/* a failed assertion records itself (assert_record), prints "file:line:
+   assertion failed: msg" and traps */
 static LLVMValueRef nv_assert(cg *g, const cg_op *o) {
   const ir_inst *in = o->in;
   cute_ir *ir = g->ir;
@@ -185,6 +231,7 @@ static LLVMValueRef nv_assert(cg *g, const cg_op *o) {
   LLVMBasicBlockRef fail = cg_newbb(g, "assert.fail"), ok = cg_newbb(g, "assert.ok");
   LLVMBuildCondBr(g->B, o->x, ok, fail);
   LLVMPositionBuilderAtEnd(g->B, fail);
+  assert_record(g, o);
   char msg[600];
   if (in->file)
     snprintf(msg, sizeof msg, "%s:%d: assertion failed: %s\n", ir_strget(ir, in->file), in->line, ir_strget(ir, (int32_t)in->imm));

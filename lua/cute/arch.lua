@@ -359,8 +359,12 @@ function M.assert_(cond, msg)
     if not c then fail("cute.assert_: condition is false at trace time: " .. tostring(msg)) end
     return
   end
-  setloc()
-  chk(C.cute_ir_assert(s.ir, c.ref, msg or "assertion failed"))
+  local file, line = setloc()
+  local ref = C.cute_ir_assert(s.ir, c.ref, msg or "assertion failed")
+  chk(ref)
+  -- (the fault record names the failing one by its ref: docs/FAULTS.md)
+  s.asserts = s.asserts or {}
+  s.asserts[ref] = { file = file, line = line, msg = tostring(msg or "assertion failed") }
 end
 
 -- tensor-core instructions (mma.sync, ldmatrix, stmatrix, cp.async): cute.nvgpu_arch

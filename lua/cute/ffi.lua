@@ -149,6 +149,7 @@ end
 -- Raise the C message in err (default M.err), prefixed with `what` when given.
 function M.fail_err(what, err)
   local msg = ffi.string((err or M.err)[0].msg)
+  if M.on_fault then msg = M.on_fault(msg) end -- (a kernel's fault: reported and recovered, lua/cute/fault.lua)
   M.fail(what and (what .. ": " .. msg) or msg)
 end
 

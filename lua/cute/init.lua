@@ -46,6 +46,8 @@ merge(require("cute.dtype").exports)
 -- several devices, peer memory, CUDA IPC (docs/MULTIGPU.md)
 merge(require("cute.peer"), { can_access_peer = true, enable_peer_access = true, copy_peer = true,
   from_ipc_handle = true })
+-- faults on the GPU: reported, then the device recovers (docs/FAULTS.md)
+cute.reset_device = require("cute.fault").reset_device
 -- DLPack in (t:to_dlpack is a tensor method): docs/EMBED.md
 cute.from_dlpack = function(...) return require("cute.dlpack").from_dlpack(...) end
 

@@ -12,7 +12,7 @@
 --
 -- The modules of the per-launch hot path keep the compiler: kernel (launch
 -- entry), launch (parameter writers), specialise (launch keys), runtime, memory
--- (host transfers), dtype, ffi, cache, and the launchers cute generates; so do
+-- (host transfers), dtype, ffi, cache, fault (the ring of launches), and the launchers cute generates; so do
 -- the host-side layout algebra (cute.layout: user loops evaluate layouts at every
 -- coordinate; keeping it costs a cold process nothing measurable) and the user's
 -- code.  CUTE_JIT_TRACING=1 leaves the compiler on everywhere.
@@ -20,6 +20,7 @@ local KEEP = {
   ["cute"] = true, ["cute.ffi"] = true, ["cute.kernel"] = true, ["cute.launch"] = true,
   ["cute.specialise"] = true, ["cute.runtime"] = true, ["cute.memory"] = true, ["cute.dtype"] = true,
   ["cute.cache"] = true, ["cute.jit_policy"] = true, ["cute.cdef"] = true, ["cute.layout"] = true,
+  ["cute.fault"] = true, -- (its ring of recent launches is written by every launch)
 }
 
 local M = { keep = KEEP, off = {} }

@@ -371,6 +371,7 @@ function Kernel:trace(...)
   cf.check(C.cute_ir_status(ir, cf.err))
   self.traces = self.traces + 1
   plan.block_check = tstate.block_check -- (launch-time checks of the block size: warpgroup MMAs)
+  plan.asserts = tstate.asserts -- (ref -> {file, line, msg} of each cute.assert_: the fault record's key)
   return ir, plan
 end
 

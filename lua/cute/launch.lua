@@ -16,6 +16,7 @@ local C = cf.C
 local rt = require("cute.runtime")
 local sp = require("cute.specialise")
 local tr = require("cute.trace")
+local fault = require("cute.fault") -- (the ring of recent launches, the fault record: docs/FAULTS.md)
 local T = tr.T
 pcall(ffi.cdef, "size_t strlen(const char *s);")
 
@@ -150,6 +151,7 @@ local function load_entry(self, cc, plan, nargs, t0, t1, t2)
   if not mod then cf.fail_err() end
   local ok2, func = pcall(mod.get_function, mod, self.name)
   if not ok2 then cf.fail(("cute.kernel %s: %s"):format(self.name, tostring(func))) end
+  fault.attach(mod, plan) -- (a kernel with cute.assert_: its fault record)
   local t3 = C.cute_cuda_now_us()
   local ct = ffi.new("cute_compile_times")
   C.cute_compiled_times(cc, ct)
@@ -223,6 +225,7 @@ local function device_root(self)
   if not caches then
     caches = {}
     self.caches = caches
+    fault.kernels[self] = true -- (a reset after a fault puts its device's cache aside)
     self._options_seen = options_key(self)
   elseif options_key(self) ~= self._options_seen then
     cf.fail(("cute.kernel %s: its options changed after cute.kernel (%s, now %s); options are fixed per kernel: " ..
@@ -293,7 +296,7 @@ end
 M.other_stream = other_stream
 
 local function fail_launch(self)
-  cf.fail(("cute.kernel %s: launch failed: %s"):format(self.name, ffi.string(cu_err[0].msg)))
+  cf.fail_err(("cute.kernel %s: launch failed"):format(self.name))
 end
 
 -- A launcher for cfg (checked here, at the user's k:launch line): its own
@@ -338,7 +341,12 @@ local function do_launch(self, l, args, nargs)
   if getmetatable(l) ~= Launcher then l = new_launcher(self, l) end -- (k(cfg, ...) passes its cfg)
   while nargs > 0 and type(args[nargs]) == "nil" do nargs = nargs - 1 end -- (a trailing nil is no argument)
   if M.capture then return M.capture(self, l, args, nargs) end
+  for i = 1, nargs do -- (a tensor whose memory a reset after a fault freed: cute.fault)
+    local a = args[i]
+    if type(a) == "table" and rawget(a, "_lost") then cf.fail(rawget(a, "_lost")) end
+  end
   local entry = get_entry(self, args, nargs)
+  if not entry.site then entry.site = cf.where() end -- (where it was first launched: fault reports)
   local bc = entry.block_check -- {multiple =, min =, what =}: the kernel's warpgroup MMAs need whole warpgroups
   if bc then
     local t = l.bx * l.by * l.bz
@@ -367,6 +375,7 @@ local function do_launch(self, l, args, nargs)
     st = drv.cute_cuda_launch(entry.fn, l.gx, l.gy, l.gz, l.bx, l.by, l.bz, smem, stream, entry.params, cu_err)
   end
   if st ~= 0 then fail_launch(self) end
+  fault.record(self, entry, ctx.device, l.gx, l.gy, l.gz, l.bx, l.by, l.bz)
 end
 
 -- The hot path: for each arity a generated function looks the signature up
@@ -383,7 +392,7 @@ local function make_fast_launcher(n)
   for i = 1, n do an[i] = "a" .. i end
   local as = table.concat(an, ", ")
   local slow = ("return do_launch(self, l, {%s}, %d)"):format(as, n)
-  local src = { "local arg_key, ENTRY, ctx, C, cu_err, do_launch, fail_launch = ...",
+  local src = { "local arg_key, ENTRY, ctx, C, cu_err, do_launch, fail_launch, record = ...",
     ("return function(self, l, gx, gy, gz, bx, by, bz, smem, stream%s)"):format(n > 0 and (", " .. as) or ""),
     "  local node, nx = self.caches[ctx.device]",
     "  if not node then " .. slow .. " end" }
@@ -401,9 +410,10 @@ local function make_fast_launcher(n)
   if C.cute_cuda_launch(e.fn, gx, gy, gz, bx, by, bz, sm, stream, e.params, cu_err) ~= 0 then
     fail_launch(self)
   end
+  record(self, e, ctx.device, gx, gy, gz, bx, by, bz)
 end]]
   local f = assert(loadstring(table.concat(src, "\n"), "=[cute launch " .. n .. "]"))(
-    arg_key, ENTRY, ctx, rt._driver, cu_err, do_launch, fail_launch)
+    arg_key, ENTRY, ctx, rt._driver, cu_err, do_launch, fail_launch, fault.record)
   fast_launchers[n] = f
   return f
 end

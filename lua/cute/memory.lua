@@ -104,13 +104,15 @@ local function alloc(shape, dtype, fname, opts)
   ffi.gc(cell, release)
   local cpu = package.loaded["cute.target_cpu"] -- (its bounds errors name the tensor)
   if cpu and cpu.active then cpu.describe(cell[0], bytes, ("%s tensor %s"):format(dtype.name, fmt_shape(shp))) end
-  return setmetatable({
+  local t = setmetatable({
     shape = shp, strides = row_major_strides(shp), dtype = dtype,
     ptr = u64(cell[0]),       -- device address (uint64_t)
     ptr_cell = cell,          -- uint64_t[1] holding it: a stable &ptr for kernel params
     device = dev,             -- the ordinal of the device whose memory it is
     _n = n, _bytes = bytes, _release = release, _allocated = true,
   }, Tensor)
+  rt.live.tensors[t] = dev -- (lost in a reset after a fault: cute.fault)
+  return t
 end
 M._alloc = alloc
 M._Tensor = Tensor

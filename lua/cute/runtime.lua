@@ -72,7 +72,7 @@ function Device:__tostring()
 end
 -- Make this device current in the calling thread.
 function Device:set() M.set_device(self.ordinal) return self end
-function Device:synchronize() self:set() check(M._driver.cute_cuda_synchronize(err)) end
+function Device:synchronize(opts) self:set() return M.synchronize(opts) end
 -- A raw CUdevice_attribute (number) of this device.
 function Device:attribute(attr)
   local v = intp()
@@ -127,8 +127,26 @@ function M.set_device(i)
   M.context.device = i
 end
 
--- Wait for all work on the current device.
-function M.synchronize() check(M._driver.cute_cuda_synchronize(err)) end
+-- Wait for all work on the current device.  opts {timeout = s}: wait at most s
+-- seconds (polling); false and a message naming the kernels still running
+-- when it runs out (cute.fault, docs/FAULTS.md).
+function M.synchronize(opts)
+  if opts ~= nil then return require("cute.fault").wait_device(opts, "cute.synchronize") end
+  check(M._driver.cute_cuda_synchronize(err))
+  M.synced(M.context.device or M.current_device())
+  return true
+end
+
+-- Objects of each device that a reset after a fault makes stale (cute.fault):
+-- weak tables object -> device ordinal.
+local function weak() return setmetatable({}, { __mode = "k" }) end
+M.live = { tensors = weak(), streams = weak(), events = weak(), modules = weak() }
+-- After a successful synchronize of device dev (nil: every device): the
+-- launches before it did not fault (cute.fault's ring of recent launches).
+function M.synced(dev)
+  local f = package.loaded["cute.fault"]
+  if f then f.synced(dev) end
+end
 
 -- free, total bytes of the current device.
 function M.mem_info()
@@ -151,7 +169,11 @@ end
 local Stream = {}
 Stream.__index = Stream
 Stream.__tostring = function(s) return ("cute.stream(%s)"):format(tostring(s.handle)) end
-function Stream:synchronize() check(M._driver.cute_cuda_stream_synchronize(self.handle, err)) end
+function Stream:synchronize(opts)
+  if opts ~= nil then return require("cute.fault").wait_stream(self, opts, "stream:synchronize") end
+  check(M._driver.cute_cuda_stream_synchronize(self.handle, err))
+  return true
+end
 -- true if all work queued so far has finished.
 function Stream:query()
   local d = intp()
@@ -189,8 +211,10 @@ function M.stream(opts)
   else
     check(M.on_device(dev, M._driver.cute_cuda_stream_create_priority, out, flags, prio, err))
   end
-  return setmetatable({ handle = ffi.gc(out[0], destroyer("cute_cuda_stream_destroy", dev)), device = dev,
+  local s = setmetatable({ handle = ffi.gc(out[0], destroyer("cute_cuda_stream_destroy", dev)), device = dev,
     priority = prio }, Stream)
+  M.live.streams[s] = dev
+  return s
 end
 
 -- cute.stream_priority_range([device]) -> least, greatest: device i's stream
@@ -203,6 +227,7 @@ function M.stream_priority_range(i)
 end
 
 M.default_stream = setmetatable({ handle = nil }, Stream)
+M._Stream, M._Event, M._Module = Stream, Event, Module
 
 local function stream_handle(s, fname)
   if s == nil then return nil end
@@ -219,7 +244,11 @@ function Event:record(stream)
   check(M._driver.cute_cuda_event_record(self.handle, stream_handle(stream, "event:record"), err))
   return self
 end
-function Event:synchronize() check(M._driver.cute_cuda_event_synchronize(self.handle, err)) end
+function Event:synchronize(opts)
+  if opts ~= nil then return require("cute.fault").wait_event(self, opts, "event:synchronize") end
+  check(M._driver.cute_cuda_event_synchronize(self.handle, err))
+  return true
+end
 function Event:query()
   local d = intp()
   check(M._driver.cute_cuda_event_query(self.handle, d, err))
@@ -245,7 +274,9 @@ function M.event(opts)
   local dev = M.check_device(opts and opts.device, "cute.event")
   local out = voidpp()
   check(M.on_device(dev, M._driver.cute_cuda_event_create, out, flags, err))
-  return setmetatable({ handle = ffi.gc(out[0], destroyer("cute_cuda_event_destroy", dev)), device = dev }, Event)
+  local e = setmetatable({ handle = ffi.gc(out[0], destroyer("cute_cuda_event_destroy", dev)), device = dev }, Event)
+  M.live.events[e] = dev
+  return e
 end
 
 -- Milliseconds between two recorded events (waits for e1).
@@ -280,7 +311,9 @@ local driver_names = { "cute_cuda_module_load", "cute_cuda_module_unload", "cute
   "cute_cuda_memcpy_htod_async", "cute_cuda_memcpy_dtoh", "cute_cuda_memcpy_dtoh_async", "cute_cuda_memcpy_dtod",
   "cute_cuda_memcpy_dtod_async", "cute_cuda_memset_d16", "cute_cuda_memset_d32", "cute_cuda_synchronize",
   "cute_cuda_stream_query", "cute_cuda_stream_wait_event", "cute_cuda_event_record", "cute_cuda_event_synchronize",
-  "cute_cuda_event_query", "cute_cuda_event_elapsed_ms", "cute_cuda_device_props" }
+  "cute_cuda_event_query", "cute_cuda_event_elapsed_ms", "cute_cuda_device_props",
+  -- faults and recovery (cute.fault): the reset, the fault record's mapped host memory and module global
+  "cute_cuda_device_reset", "cute_cuda_host_alloc", "cute_cuda_host_device_pointer", "cute_cuda_module_global_set" }
 local drv = C
 M._driver = C
 
@@ -316,6 +349,7 @@ function M.on_device(dev, f, ...)
   if s ~= 0 then return s end
   ctx.device = dev -- (a finalizer that runs meanwhile sees the context that is current)
   s = f(...)
+  if s ~= 0 then M.failed_device = dev end -- (a fault found there is that device's: cute.fault)
   local back = d.cute_cuda_set_device(cur, s == 0 and err or nil)
   ctx.device = cur
   if s == 0 then s = back end
@@ -363,7 +397,9 @@ local function new_module(image, size, mode, log, log_size)
   local d = drv
   local h = d == C and ffi.gc(out[0], unload_module)
     or ffi.gc(out[0], function(p) d.cute_cuda_module_unload(p, nil) end)
-  return setmetatable({ handle = h, info_log = log ~= nil and ffi.string(log) or "", functions = {} }, Module)
+  local m = setmetatable({ handle = h, info_log = log ~= nil and ffi.string(log) or "", functions = {} }, Module)
+  M.live.modules[m] = M.current_device()
+  return m
 end
 M._new_module = new_module
 
