@@ -223,7 +223,11 @@ static void assert_record(cg *g, const cg_op *o) {
 }
 
 /* a failed assertion records itself (assert_record), prints "file:line:
-   assertion failed: msg" and traps */
+   assertion failed: msg" and ends its thread (exit; not trap: a trap leaves the
+   process's CUDA context with a sticky error that no reset clears, measured by
+   tools/sticky_probe.py; the host raises the recorded failure at its next
+   synchronize or copy back, docs/FAULTS.md).  Barriers do not wait for exited
+   threads (PTX ISA, exit). */
 static LLVMValueRef nv_assert(cg *g, const cg_op *o) {
   const ir_inst *in = o->in;
   cute_ir *ir = g->ir;
@@ -238,7 +242,9 @@ static LLVMValueRef nv_assert(cg *g, const cg_op *o) {
   else
     snprintf(msg, sizeof msg, "assertion failed: %s\n", ir_strget(ir, (int32_t)in->imm));
   emit_printf(g, in, msg, NULL, 0);
-  cg_intr(g, in, "llvm.trap", NULL, 0, NULL, 0);
+  LLVMTypeRef fty = LLVMFunctionType(g->tvoid, NULL, 0, 0);
+  LLVMValueRef ex = LLVMGetInlineAsm(fty, "exit;", 5, "~{memory}", 9, 1, 0, LLVMInlineAsmDialectATT, 0);
+  LLVMBuildCall2(g->B, fty, ex, NULL, 0, "");
   LLVMBuildUnreachable(g->B);
   LLVMPositionBuilderAtEnd(g->B, ok);
   return NULL;

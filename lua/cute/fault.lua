@@ -130,6 +130,19 @@ function M.read_record(dev, sus)
   return out
 end
 
+-- A failing cute.assert_ wrote device dev's record and ended its thread; the
+-- kernel finished and the context is fine: the failure is raised at the wait
+-- (what) that saw it, and the record is cleared for the next one.
+function M.check_asserts(dev, what)
+  local r = M.records[dev]
+  if not r or r.host[0].state == 0 then return end
+  local rec = M.read_record(dev, suspects(dev, true))
+  ffi.fill(r.host, ffi.sizeof("cute_fault_record"))
+  M.synced(dev)
+  cf.fail(("%s: %s\n  the failing thread stopped there; the kernel's other threads ran on, so its results are " ..
+    "not to be trusted; the device is fine (docs/FAULTS.md)"):format(what, M.format_record(rec)))
+end
+
 function M.format_record(rec)
   local s = rec.site
   local where = s and ("%s:%d: cute.assert_ failed: %s"):format(s.file, s.line, s.msg)

@@ -446,6 +446,7 @@ function Tensor:to_host(out, stream)
     check(rt._driver.cute_cuda_memcpy_dtoh_async(out, self.ptr, self._bytes, sh, err))
   else
     check(rt.on_device(self.device, rt._driver.cute_cuda_memcpy_dtoh, out, self.ptr, self._bytes, err))
+    rt.check_asserts(self.device, fname)
   end
   return out
 end

@@ -133,7 +133,9 @@ end
 function M.synchronize(opts)
   if opts ~= nil then return require("cute.fault").wait_device(opts, "cute.synchronize") end
   check(M._driver.cute_cuda_synchronize(err))
-  M.synced(M.context.device or M.current_device())
+  local dev = M.context.device or M.current_device()
+  M.check_asserts(dev, "cute.synchronize")
+  M.synced(dev)
   return true
 end
 
@@ -146,6 +148,13 @@ M.live = { tensors = weak(), streams = weak(), events = weak(), modules = weak()
 function M.synced(dev)
   local f = package.loaded["cute.fault"]
   if f then f.synced(dev) end
+end
+-- After a wait that saw device dev's work finish (synchronize, a copy back): a
+-- cute.assert_ that failed meanwhile (its thread ended, the context is fine) is
+-- raised now, from its fault record (cute.fault, docs/FAULTS.md).
+function M.check_asserts(dev, what)
+  local f = package.loaded["cute.fault"]
+  if f and f.records[dev] then f.check_asserts(dev, what) end
 end
 
 -- free, total bytes of the current device.
@@ -172,6 +181,7 @@ Stream.__tostring = function(s) return ("cute.stream(%s)"):format(tostring(s.han
 function Stream:synchronize(opts)
   if opts ~= nil then return require("cute.fault").wait_stream(self, opts, "stream:synchronize") end
   check(M._driver.cute_cuda_stream_synchronize(self.handle, err))
+  M.check_asserts(self.device or M.current_device(), "stream:synchronize")
   return true
 end
 -- true if all work queued so far has finished.
@@ -247,6 +257,7 @@ end
 function Event:synchronize(opts)
   if opts ~= nil then return require("cute.fault").wait_event(self, opts, "event:synchronize") end
   check(M._driver.cute_cuda_event_synchronize(self.handle, err))
+  M.check_asserts(self.device or M.current_device(), "event:synchronize")
   return true
 end
 function Event:query()
