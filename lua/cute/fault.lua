@@ -245,9 +245,13 @@ local function recover(msg, code, name, dev)
   local cause = ("%s in %s"):format(name, #sus == 1 and ("kernel " .. tostring(ring.name[sus[1]]))
     or rec and rec.kernel and ("kernel " .. rec.kernel) or ("a kernel on device " .. dev))
   local e2 = ffi.new("cute_err[1]")
+  M.records[dev] = nil -- (read; its page-locked memory goes with the context, even when the reset then fails)
   if rt._driver.cute_cuda_device_reset(dev, e2) ~= 0 then
+    -- (every object of the device is dead either way: clear errors from now on, no finalizer into the context)
+    M.mark_stale(dev, cause)
     lines[#lines + 1] = "  the device could not be reset: " .. ffi.string(e2[0].msg) ..
-      "\n  the process cannot use this device any more: restart it"
+      "\n  the process cannot use this device any more: restart it (CUDA keeps an address fault's error for the " ..
+      "life of the process: docs/FAULTS.md)"
   else
     M.resets = M.resets + 1
     M.mark_stale(dev, cause)
