@@ -88,6 +88,7 @@ typedef struct cpu_launch {
   int failed;
   size_t smem_size;    /* bytes of the block's shared memory (static + dynamic) */
   struct cpu_async *async; /* cp.async copies not yet performed (cpu_tc.c) */
+  struct cpu_sm90 *sm90;   /* the cluster whose CTAs run together (cpu_sm90.c) */
 } cpu_launch;
 
 /* cpu_exec.c */
