@@ -112,6 +112,7 @@ static const struct { const char *head; int (*parse)(cpu_asm_op *, const char *c
   { "mov", cpu_sm90_parse_misc },
   { "barrier", cpu_sm90_parse_misc },
   { "bar", cpu_sm90_parse_misc },
+  { "cvt", cpu_sm90_parse_misc },
 };
 
 /* ---- parsing ----------------------------------------------------------------------------- */

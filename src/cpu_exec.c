@@ -120,7 +120,7 @@ int cute_cpu_prog_new(struct cute_ir *ir, const char *name, cute_cpu_prog **out,
   p->cvp = calloc((size_t)p->ncst + 1, sizeof *p->cvp);
   if (!p->ins || !p->off || !p->cvp) { prog_free(p); return cute_err_setf(err, CUTE_E_NOMEM, "cute (cpu target): out of memory"); }
   int rc = 0;
-  size_t boff = 0, soff = 0, loff = 0;
+  size_t boff = 0, soff = 0, loff = 0, dyn_al = 16;
   for (int32_t r = 1; r < p->n && !rc; r++) {
     const ir_inst *ii = &p->f->inst[r];
     cpu_ins *in = &p->ins[r];
@@ -161,6 +161,7 @@ int cute_cpu_prog_new(struct cute_ir *ir, const char *name, cute_cpu_prog **out,
         loff += bytes * CPU_LANES;
       }
     }
+    if (ii->op == IR_DYNSHARED && ii->imm2 > 0 && (size_t)ii->imm2 > dyn_al) dyn_al = (size_t)ii->imm2; /* as the GPU's declaration */
     if (ii->op == IR_FOR && in->a[2] < 0) { /* a negative constant step counts down */
       const ir_const *c = &p->f->cst[-in->a[2]];
       in->aux = ir_scalar_class(c->type) == 1 && c->bits < 0;
@@ -176,7 +177,7 @@ int cute_cpu_prog_new(struct cute_ir *ir, const char *name, cute_cpu_prog **out,
   }
   if (rc) { prog_free(p); return rc; }
   p->static_smem = soff;
-  p->dyn_off = align_up(soff, 16);
+  p->dyn_off = align_up(soff, dyn_al);
   p->local_bytes = loff;
   p->bufbytes = boff + 64;
   /* constants, splatted */

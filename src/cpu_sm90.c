@@ -748,7 +748,7 @@ int cpu_sm90_parse_bulk(cpu_asm_op *a, const char *const *tok, int ntok) {
 /* ---- clusters, warps, fences ------------------------------------------------------------- */
 
 enum { MS_ELECT, MS_NOP, MS_MAPA32, MS_MAPA64, MS_SREG, MS_FENCEOP, MS_CLARRIVE, MS_CLWAIT, MS_BARSYNC, MS_BARARRIVE,
-       MS_SETMAXNREG };
+       MS_SETMAXNREG, MS_CVT2 };
 
 static uint32_t sreg_val(cpu_launch *L, int which) {
   cpu_sm90 *S = L->sm90;
@@ -784,6 +784,19 @@ static int run_misc(cpu_launch *L, const cpu_ins *in, cpu_warp *w, const cpu_asm
   switch (a->m) {
   case MS_NOP: return 0;
   case MS_SETMAXNREG: return need_full(L, in, w, "setmaxnreg");
+  case MS_CVT2: { /* d = {hi: cvt(a), lo: cvt(b)} */
+    const cpu_opnd *o = cpu_asm_opnd(a, 0, 0), *x = cpu_asm_opnd(a, 1, 0), *y = cpu_asm_opnd(a, 2, 0);
+    for (int t = 0; t < CPU_LANES; t++) {
+      float fa, fb;
+      memcpy(&fa, cpu_opnd_at(w, x, t), 4);
+      memcpy(&fb, cpu_opnd_at(w, y, t), 4);
+      if (a->k & 1) { fa = fa < 0 ? 0 : fa; fb = fb < 0 ? 0 : fb; } /* .relu (NaN stays NaN) */
+      uint16_t hi = a->n ? cpu_f2bf(fa, 1) : cpu_f2h(fa, 1), lo = a->n ? cpu_f2bf(fb, 1) : cpu_f2h(fb, 1);
+      uint32_t v = (uint32_t)hi << 16 | lo;
+      memcpy(cpu_opnd_at(w, o, t), &v, 4);
+    }
+    return 0;
+  }
   case MS_ELECT: {
     const cpu_opnd *o = cpu_asm_opnd(a, 1, 0);
     uint32_t mm = opnd32(w, a, 2, 0, 0) & w->mask;
@@ -865,6 +878,15 @@ int cpu_sm90_parse_misc(cpu_asm_op *a, const char *const *tok, int ntok) {
     a->m = MS_ELECT;
     return !(ntok == 2 && !strcmp(tok[1], "sync") && a->ngroups == 3 && a->it[a->g[0].first].kind == CPU_IT_SINK &&
              cpu_asm_is(a, 1, 0, 1, a->op[0].size) && a->g[2].kind == CPU_G_REG && a->g[2].count == 1);
+  }
+  if (!strcmp(tok[0], "cvt")) { /* cvt.rn[.relu].{f16x2,bf16x2}.f32 d, a, b */
+    a->m = MS_CVT2;
+    int i = 2;
+    if (ntok < 4 || strcmp(tok[1], "rn")) return 1;
+    if (!strcmp(tok[i], "relu")) { a->k = 1; i++; }
+    if (i + 2 != ntok || strcmp(tok[i + 1], "f32") || (strcmp(tok[i], "f16x2") && strcmp(tok[i], "bf16x2"))) return 1;
+    a->n = !strcmp(tok[i], "bf16x2");
+    return !(a->ngroups == 3 && cpu_asm_is(a, 0, 0, 1, 4) && cpu_asm_is(a, 1, 0, 0, 4) && cpu_asm_is(a, 2, 0, 0, 4));
   }
   if (!strcmp(tok[0], "setmaxnreg")) {
     int64_t n;
