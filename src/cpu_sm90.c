@@ -532,26 +532,22 @@ static uint64_t box_elem(const tmap *m, const int64_t *c, const uint32_t *bx, ui
   return in ? a : 0;
 }
 
-/* im2col: pixel p of the column at (c, w, h, d, n) with the filter offsets: the
-   pixels walk the bounding box (lower .. dim - 1 + upper per spatial dimension,
-   W fastest, then H, D, N); the element read is at the pixel plus the offsets */
+/* im2col: pixel p of the column that starts at (c, w, h, d, n): the pixels walk
+   the bounding box (lower .. dim - 1 + upper per spatial dimension) by the
+   traversal strides (the element strides), W fastest, then H, D, N; the
+   element read is channel c + ch of the pixel plus the im2col offsets */
 static uint64_t im2col_elem(const tmap *m, const int64_t *c, const int32_t *offs, uint32_t p, uint32_t ch) {
   int r = m->rank, ns = r - 2;
-  int64_t pos[5];
-  for (int i = 0; i < r; i++) pos[i] = c[i];
-  uint64_t step = p;
-  for (int i = 1; i <= ns && step; i++) {
-    int64_t lo = m->lower[i - 1], hi = m->dim[i] - 1 + m->upper[i - 1], span = hi - lo + 1;
-    if (span <= 0) return 0;
-    int64_t x = pos[i] - lo + (int64_t)step;
-    pos[i] = lo + x % span;
-    step = (uint64_t)(x / span);
-  }
-  pos[r - 1] += (int64_t)step;
-  int64_t at[5];
+  int64_t at[5], carry = p;
   at[0] = c[0] + ch;
-  for (int i = 1; i <= ns; i++) at[i] = pos[i] + offs[i - 1];
-  at[r - 1] = pos[r - 1];
+  for (int i = 1; i <= ns; i++) {
+    int64_t lo = m->lower[i - 1], hi = m->dim[i] - 1 + m->upper[i - 1], st = m->es[i] ? m->es[i] : 1;
+    int64_t cnt = hi < lo ? 1 : (hi - lo) / st + 1;
+    int64_t k = (c[i] - lo) / st + carry;   /* the start's position in the box, then p pixels on */
+    at[i] = lo + k % cnt * st + (c[i] - lo) % st + offs[i - 1];
+    carry = k / cnt;
+  }
+  at[r - 1] = c[r - 1] + carry;
   uint64_t a = m->base;
   for (int i = 0; i < r; i++) {
     if (at[i] < 0 || at[i] >= m->dim[i]) return 0;
