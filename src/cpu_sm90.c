@@ -296,7 +296,7 @@ static int run_wgmma(cpu_launch *L, const cpu_ins *in, cpu_warp *w, const cpu_as
   int N = a->n, K = a->k, q = w->index & 3, ints = a->ta == CUTE_T_I8 || a->ta == CUTE_T_U8;
   int ab = a->flags >> 8 & 0xff, bb = a->flags >> 16 & 0xff, rs = a->flags & 1;
   int ea = ab / 8, eb = bb / 8;
-  static double A[16][32], Bm[256][32];
+  double A[16][32], Bm[256][32]; /* (on the stack: launches may run in several threads) */
   int nacc = a->nout;
   /* A: from the registers (the mma fragment layout: lane t, register r, element j) or the descriptor */
   if (rs) {
