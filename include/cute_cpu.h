@@ -50,6 +50,20 @@ int cute_cpu_prog_dyn_smem(const cute_cpu_prog *p);
 int cute_cpu_launch(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                     unsigned bz, unsigned smem, void *stream, void **params, cute_err *err);
 
+/* The same with clusters of (cx, cy, cz) CTAs (cute_cuda_launch_cluster's
+   convention): the CTAs of a cluster run together (distributed shared memory,
+   barrier.cluster, multicast). */
+int cute_cpu_launch_cluster(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                            unsigned bz, unsigned cx, unsigned cy, unsigned cz, unsigned smem, void *stream,
+                            void **params, cute_err *err);
+struct cute_tensor_map_args;
+/* The CPU target's TMA tensor maps (a 128-byte record of the engine's own
+   format; arguments as cute_tensor_map_encode_tiled / _im2col's). */
+int cute_cpu_tensor_map_encode_tiled(void *map, const struct cute_tensor_map_args *a, cute_err *err);
+int cute_cpu_tensor_map_encode_im2col(void *map, const struct cute_tensor_map_args *a, const int *lower,
+                                      const int *upper, uint32_t channels_per_pixel,
+                                      uint32_t pixels_per_column, cute_err *err);
+
 /* The cute.printf output of the launches so far (NUL-terminated, *len bytes;
    NULL when none); the next call starts empty.  The pointer stays valid until
    the next launch or cute_cpu_prog_free. */

@@ -98,6 +98,7 @@ typedef struct cpu_launch {
   uint64_t (*hit)[2];
   struct cpu_chk *chk; /* checking mode's state (NULL: off) */
   void **params;       /* the launch's parameters (by-value bytes: what param.addr may read) */
+  struct cpu_sm90 *sm90;   /* the cluster whose CTAs run together (cpu_sm90.c) */
 } cpu_launch;
 
 /* cpu_exec.c */

@@ -7,6 +7,7 @@
  * naming the PTX instruction and the Lua line.  New families (wgmma, TMA,
  * mbarrier) are rows of `rows` below. */
 #include "cpu_tc.h"
+#include "cpu_sm90.h"
 #include "core.h"
 #include <ctype.h>
 #include <stdlib.h>
@@ -129,6 +130,19 @@ static const struct { const char *head; int (*parse)(cpu_asm_op *, const char *c
   { "membar", parse_membar },
   { "elect", parse_elect },
   { "bar", parse_bar },
+  { "mbarrier", cpu_sm90_parse_mbarrier }, /* cpu_sm90.c: Hopper */
+  { "wgmma", cpu_sm90_parse_wgmma },
+  { "cp.async.bulk", cpu_sm90_parse_bulk },
+  { "cp.reduce.async.bulk", cpu_sm90_parse_bulk },
+  { "fence", cpu_sm90_parse_misc },
+  { "elect", cpu_sm90_parse_misc },
+  { "setmaxnreg", cpu_sm90_parse_misc },
+  { "prefetch", cpu_sm90_parse_misc },
+  { "mapa", cpu_sm90_parse_misc },
+  { "mov", cpu_sm90_parse_misc },
+  { "barrier", cpu_sm90_parse_misc },
+  { "bar", cpu_sm90_parse_misc },
+  { "cvt", cpu_sm90_parse_misc },
 };
 
 /* ---- parsing ----------------------------------------------------------------------------- */
@@ -275,8 +289,8 @@ static int refuse(cute_cpu_prog *p, const cpu_ins *in, const char *opc, cute_err
 static void op_free(cpu_asm_op *a) { free(a->it); free(a->op); free(a->lay); }
 
 int cpu_asm_prepare(cute_cpu_prog *p, cpu_ins *in, cute_err *err) {
-  const char *tmpl = ir_strget(p->ir, (int32_t)in->imm);
-  char text[4096], opc[256];
+  char text[4096], opc[256], rw[4096];
+  const char *tmpl = cpu_sm90_rewrite(ir_strget(p->ir, (int32_t)in->imm), rw, sizeof rw);
   size_t ol = 0;
   const char *s = tmpl;
   while (isspace((unsigned char)*s)) s++;

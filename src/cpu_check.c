@@ -15,6 +15,7 @@
  * at barriers, the lanes and warps that arrive.  The first finding is the
  * launch error. */
 #include "cpu.h"
+#include "cpu_sm90.h"
 #include "core.h"
 #include <inttypes.h>
 #include <pthread.h>
@@ -340,6 +341,16 @@ static int in_bytes_param(const cpu_launch *L, uint64_t a, uint64_t size) {
   return 0;
 }
 
+/* inside the shared bytes of one CTA of the launch's cluster (distributed shared memory) */
+static int in_cluster_smem(const cpu_launch *L, uint64_t a, uint64_t size) {
+  const cpu_sm90 *S = L->sm90;
+  if (!S || !S->base || S->nb < 2) return 0;
+  uint64_t b = (uint64_t)(uintptr_t)S->base;
+  if (a < b || a + size > b + S->stride * (uint64_t)S->nb) return 0;
+  uint64_t off = (a - b) % S->stride;
+  return off + size <= S->shbytes;
+}
+
 int cpu_access_slow(cpu_launch *L, const cpu_ins *in, cpu_warp *w, const uint64_t *pa, uint32_t m, int size,
                     int kind, const uint8_t *x, uint64_t lo, uint64_t hi, int as) {
   uint64_t *hit = L->hit[in->ref];
@@ -378,6 +389,7 @@ int cpu_access_slow(cpu_launch *L, const cpu_ins *in, cpu_warp *w, const uint64_
     }
     if (global && a >= glo && a + (uint64_t)size <= ghi) continue;
     if (kind == CPU_LD && in_bytes_param(L, a, (uint64_t)size)) continue;
+    if (in_cluster_smem(L, a, (uint64_t)size)) continue; /* another CTA's shared memory (mapa) */
     pthread_mutex_lock(&mem_mu);
     int found = mem_find(a, (uint64_t)size, &glo, &ghi);
     pthread_mutex_unlock(&mem_mu);

@@ -2,6 +2,7 @@
  * warp's structured control flow with active masks, barriers between the
  * warps of a block, the grid (docs/CPU_TARGET.md). */
 #include "cpu.h"
+#include "cpu_sm90.h"
 #include "core.h"
 #include <stdarg.h>
 #include <stdio.h>
@@ -146,7 +147,7 @@ static int prog_build(struct cute_ir *ir, int32_t fi, int depth, cute_cpu_prog *
   p->cvp = calloc((size_t)p->ncst + 1, sizeof *p->cvp);
   if (!p->ins || !p->off || !p->cvp) { prog_free(p); return cute_err_setf(err, CUTE_E_NOMEM, "cute (cpu target): out of memory"); }
   int rc = 0;
-  size_t boff = 0, soff = 0, loff = 0;
+  size_t boff = 0, soff = 0, loff = 0, dyn_al = 16;
   for (int32_t r = 1; r < p->n && !rc; r++) {
     const ir_inst *ii = &p->f->inst[r];
     cpu_ins *in = &p->ins[r];
@@ -190,6 +191,7 @@ static int prog_build(struct cute_ir *ir, int32_t fi, int depth, cute_cpu_prog *
         loff += bytes * CPU_LANES;
       }
     }
+    if (ii->op == IR_DYNSHARED && ii->imm2 > 0 && (size_t)ii->imm2 > dyn_al) dyn_al = (size_t)ii->imm2; /* as the GPU's declaration */
     if (ii->op == IR_FOR && in->a[2] < 0) { /* a negative constant step counts down */
       const ir_const *c = &p->f->cst[-in->a[2]];
       in->aux = ir_scalar_class(c->type) == 1 && c->bits < 0;
@@ -207,7 +209,7 @@ static int prog_build(struct cute_ir *ir, int32_t fi, int depth, cute_cpu_prog *
   }
   if (rc) { prog_free(p); return rc; }
   p->static_smem = soff;
-  p->dyn_off = align_up(soff, 16);
+  p->dyn_off = align_up(soff, dyn_al);
   p->local_bytes = loff;
   p->bufbytes = boff + 64;
   /* constants, splatted */
@@ -459,6 +461,7 @@ static int run_warp(cpu_launch *L, cpu_warp *w) {
       continue;
     case IR_ASM: case IR_PARAMADDR: /* cpu_asm.c */
       rc = cpu_asm_exec(L, in, w);
+      if (rc == CPU_SUSPEND) { p->executed += exec; return 0; } /* waits (cpu_sm90.c) */
       if (rc) { p->executed += exec; return rc; }
       w->pc++;
       continue;
@@ -505,16 +508,18 @@ static void warp_init(cpu_launch *L, cpu_warp *w, unsigned nthreads) {
   w->all = w->mask = all;
 }
 
-/* release the warps waiting at barriers that are complete; 0 when none was */
-static int release(cpu_warp *ws, int nw) {
+/* release the warps waiting at barriers that are complete (arr: threads that
+   arrived by bar.arrive, per barrier id); 0 when none was */
+static int release(cpu_warp *ws, int nw, int *arr) {
   int live = 0, any = 0;
   for (int i = 0; i < nw; i++) live += ws[i].state != CPU_DONE;
   for (int i = 0; i < nw; i++) {
-    if (ws[i].state != CPU_WAIT) continue;
+    if (ws[i].state != CPU_WAIT || ws[i].bar_id < 0) continue; /* (negative: cpu_sm90.c's waits) */
     int id = ws[i].bar_id, count = ws[i].bar_count, waiting = 0;
     for (int j = 0; j < nw; j++) waiting += ws[j].state == CPU_WAIT && ws[j].bar_id == id;
-    if (count > 0 ? waiting * CPU_LANES >= count : waiting == live) {
-      int left = count > 0 ? (count + CPU_LANES - 1) / CPU_LANES : waiting;
+    if (count > 0 ? waiting * CPU_LANES + arr[id & 15] >= count : waiting == live) {
+      int left = count > 0 ? (count - arr[id & 15] + CPU_LANES - 1) / CPU_LANES : waiting;
+      if (count > 0) arr[id & 15] = 0;
       for (int j = 0; j < nw && left > 0; j++)
         if (ws[j].state == CPU_WAIT && ws[j].bar_id == id) { ws[j].state = CPU_RUN; left--; }
       any = 1;
@@ -523,31 +528,60 @@ static int release(cpu_warp *ws, int nw) {
   return any;
 }
 
-static int run_block(cpu_launch *L, cpu_warp *ws, int nw, unsigned nthreads) {
-  cpu_async_reset(L, 0);
-  for (int i = 0; i < nw; i++) warp_init(L, &ws[i], nthreads);
-  cpu_check_block(L);
+/* the CTAs of one cluster (L->sm90), their warps ws[rank * nw + i], run together */
+static int run_cluster(cpu_launch *L, cpu_warp *ws, int nw, unsigned nthreads) {
+  cpu_sm90 *S = L->sm90;
+  int nb = S->nb;
+  for (int b = 0; b < nb; b++) {
+    cpu_sm90_enter(L, b);
+    cpu_async_reset(L, 0);
+    for (int i = 0; i < nw; i++) warp_init(L, &ws[b * nw + i], nthreads);
+    cpu_check_block(L);
+  }
+  memset(S->bar_arrived, 0, sizeof *S->bar_arrived * 16 * (size_t)nb);
+  memset(S->cl_arrived, 0, sizeof *S->cl_arrived * (size_t)(nb * nw));
+  memset(S->cl_wait, 0, (size_t)(nb * nw));
+  memset(S->timed_out, 0, (size_t)(nb * nw));
+  S->stall = 0;
   for (;;) {
-    int running = 0;
-    for (int i = 0; i < nw; i++) {
-      if (ws[i].state != CPU_RUN) continue;
-      running = 1;
-      int rc = run_warp(L, &ws[i]);
-      if (rc) return rc;
+    int running = 0, progress = 0;
+    for (int b = 0; b < nb; b++) {
+      cpu_sm90_enter(L, b);
+      for (int i = 0; i < nw; i++) {
+        cpu_warp *w = &ws[b * nw + i];
+        if (w->state != CPU_RUN) continue;
+        running = 1;
+        int32_t pc0 = w->pc;
+        uint64_t e0 = L->p->executed;
+        int rc = run_warp(L, w);
+        if (rc) return rc;
+        /* a wait retried in vain is no progress */
+        if (!(w->state == CPU_WAIT && w->bar_id < 0 && w->pc == pc0 && L->p->executed - e0 <= CPU_LANES)) progress = 1;
+      }
     }
     int done = 1;
-    for (int i = 0; i < nw; i++) done &= ws[i].state == CPU_DONE;
+    for (int i = 0; i < nb * nw; i++) done &= ws[i].state == CPU_DONE;
     if (done) return 0;
-    int rc = cpu_check_release(L, ws, nw), rel = rc ? 0 : release(ws, nw);
+    for (int b = 0; b < nb; b++) {
+      cpu_sm90_enter(L, b);
+      int rc = cpu_check_release(L, ws + b * nw, nw), rel = rc ? 0 : release(ws + b * nw, nw, cpu_sm90_bar_arrivals(L, b));
+      if (rc) return rc;
+      if (rel && L->chk) cpu_check_epoch(L);
+      progress |= rel;
+    }
+    int rc = cpu_sm90_wake(L, ws, progress);
     if (rc) return rc;
-    if (rel && L->chk) cpu_check_epoch(L);
-    if (!rel && !running) {
+    int any = 0;
+    for (int i = 0; i < nb * nw; i++) any |= ws[i].state == CPU_RUN;
+    if (!any && !running) {
       char msg[256];
       int k = 0;
-      for (int i = 0; i < nw && k < 200; i++)
-        if (ws[i].state == CPU_WAIT) k += snprintf(msg + k, sizeof msg - (size_t)k, " warp %d at barrier %d;", i, ws[i].bar_id);
       const cpu_ins *at = NULL;
-      for (int i = 0; i < nw && !at; i++) if (ws[i].state == CPU_WAIT) at = &L->p->ins[ws[i].pc - 1];
+      for (int i = 0; i < nb * nw && k < 200; i++)
+        if (ws[i].state == CPU_WAIT) {
+          k += snprintf(msg + k, sizeof msg - (size_t)k, " warp %d at barrier %d;", i % nw, ws[i].bar_id);
+          if (!at) { at = &L->p->ins[ws[i].pc - 1]; cpu_sm90_enter(L, i / nw); }
+        }
       return cpu_fail(L, at, "a barrier that can never complete (some warps finished or wait elsewhere:%s)", msg);
     }
   }
@@ -555,6 +589,12 @@ static int run_block(cpu_launch *L, cpu_warp *ws, int nw, unsigned nthreads) {
 
 int cute_cpu_launch(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                     unsigned smem, void *stream, void **params, cute_err *err) {
+  return cute_cpu_launch_cluster(fn, gx, gy, gz, bx, by, bz, 1, 1, 1, smem, stream, params, err);
+}
+
+int cute_cpu_launch_cluster(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                            unsigned cx, unsigned cy, unsigned cz, unsigned smem, void *stream, void **params,
+                            cute_err *err) {
   (void)stream;
   cute_cpu_prog *p = fn;
   if (!p) return cute_err_setf(err, CUTE_E_ARG, "cute_cpu_launch: no program");
@@ -562,22 +602,39 @@ int cute_cpu_launch(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx
   if (!gx || !gy || !gz || !nthreads || nthreads > 1024)
     return cute_err_setf(err, CUTE_E_ARG, "cute (cpu target): kernel %s: grid (%u,%u,%u), block (%u,%u,%u): "
                          "a block has 1 to 1024 threads", p->name, gx, gy, gz, bx, by, bz);
+  unsigned long long ncta = (unsigned long long)cx * cy * cz;
+  if (!ncta || ncta > 16 || gx % cx || gy % cy || gz % cz)
+    return cute_err_setf(err, CUTE_E_ARG, "cute (cpu target): kernel %s: cluster (%u,%u,%u) with grid (%u,%u,%u): a "
+                         "cluster has 1 to 16 CTAs and divides the grid", p->name, cx, cy, cz, gx, gy, gz);
+  int nb = (int)ncta;
   cpu_launch L = { .p = p, .grid = { gx, gy, gz }, .block = { bx, by, bz }, .err = err };
-  int nw = (int)((nthreads + CPU_LANES - 1) / CPU_LANES);
+  cpu_sm90 S = { .nb = nb, .cdim = { cx, cy, cz } };
+  L.sm90 = &S;
+  int nw = (int)((nthreads + CPU_LANES - 1) / CPU_LANES), nwc = nw * nb;
+  S.nw = nw;
   size_t shbytes = p->dyn_off + smem + 16;
-  cpu_warp *ws = calloc((size_t)nw, sizeof *ws);
-  uint8_t *bufs = aligned_alloc(64, align_up(p->bufbytes * (size_t)nw, 64));
-  uint8_t *locals = p->local_bytes ? aligned_alloc(64, align_up(p->local_bytes * (size_t)nw, 64)) : NULL;
-  uint8_t **vps = calloc((size_t)nw * ((size_t)p->n + (size_t)p->ncst + 1), sizeof *vps);
-  L.smem = aligned_alloc(64, align_up(shbytes, 64));
+  S.stride = align_up(shbytes, 1024);
+  cpu_warp *ws = calloc((size_t)nwc, sizeof *ws);
+  uint8_t *bufs = aligned_alloc(64, align_up(p->bufbytes * (size_t)nwc, 64));
+  uint8_t *locals = p->local_bytes ? aligned_alloc(64, align_up(p->local_bytes * (size_t)nwc, 64)) : NULL;
+  uint8_t **vps = calloc((size_t)nwc * ((size_t)p->n + (size_t)p->ncst + 1), sizeof *vps);
+  S.base = aligned_alloc(1024, S.stride * (size_t)nb);
+  S.ctaid = calloc((size_t)nb, sizeof *S.ctaid);
+  S.async = calloc((size_t)nb, sizeof *S.async);
+  S.bar_arrived = calloc((size_t)nb * 16, sizeof *S.bar_arrived);
+  S.cl_arrived = calloc((size_t)nwc, sizeof *S.cl_arrived);
+  S.cl_wait = calloc((size_t)nwc, 1);
+  S.timed_out = calloc((size_t)nwc, 1);
   L.pbuf = aligned_alloc(64, align_up((size_t)(p->nparams + 1) * 8 * CPU_LANES, 64));
   int rc = 0;
-  if (!ws || !bufs || !vps || !L.smem || !L.pbuf || (p->local_bytes && !locals)) {
+  if (!ws || !bufs || !vps || !S.base || !L.pbuf || (p->local_bytes && !locals) || !S.ctaid || !S.async ||
+      !S.bar_arrived || !S.cl_arrived || !S.cl_wait || !S.timed_out) {
     rc = cute_err_setf(err, CUTE_E_NOMEM, "cute (cpu target): kernel %s: out of memory", p->name);
     goto out;
   }
-  memset(bufs, 0, p->bufbytes * (size_t)nw);
+  L.smem = S.base;
   L.params = params;
+  memset(bufs, 0, p->bufbytes * (size_t)nwc);
   /* the parameters, splatted */
   for (int j = 0; j < p->nparams; j++) {
     int sz = p->ins[j + 1].size;
@@ -585,9 +642,9 @@ int cute_cpu_launch(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx
     if (p->ins[j + 1].aux) { src = &params[j]; sz = 8; } /* by-value bytes: their address (param.addr) */
     for (int t = 0; t < CPU_LANES; t++) memcpy(L.pbuf + (size_t)j * 8 * CPU_LANES + (size_t)t * (size_t)sz, src, (size_t)sz);
   }
-  for (int i = 0; i < nw; i++) {
+  for (int i = 0; i < nwc; i++) {
     cpu_warp *w = &ws[i];
-    w->index = i;
+    w->index = i % nw;
     w->buf = bufs + p->bufbytes * (size_t)i;
     w->local = locals ? locals + p->local_bytes * (size_t)i : NULL;
     uint8_t **vp = vps + (size_t)i * ((size_t)p->n + (size_t)p->ncst + 1);
@@ -597,21 +654,35 @@ int cute_cpu_launch(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx
       w->vp[r] = p->off[r] == NONE_OFF ? NULL : w->buf + p->off[r];
     for (int j = 0; j < p->nparams; j++) w->vp[j + 1] = L.pbuf + (size_t)j * 8 * CPU_LANES;
   }
-  memset(L.smem, 0, shbytes);
+  memset(S.base, 0, S.stride * (size_t)nb);
   L.smem_size = p->dyn_off + smem;
-  L.slo = (uint64_t)(uintptr_t)L.smem;
-  L.shi = L.slo + (smem ? p->dyn_off + smem : p->static_smem);
-  if ((rc = cpu_check_begin(&L, nw, (size_t)(L.shi - L.slo)))) goto out;
-  for (unsigned z = 0; z < gz && !rc; z++)
-    for (unsigned y = 0; y < gy && !rc; y++)
-      for (unsigned x = 0; x < gx && !rc; x++) {
-        L.ctaid[0] = x; L.ctaid[1] = y; L.ctaid[2] = z;
-        rc = run_block(&L, ws, nw, (unsigned)nthreads);
+  /* bounds checks: the current CTA's shared bytes (cpu_sm90_enter moves them); checking mode: one CTA a cluster */
+  S.shbytes = smem ? p->dyn_off + smem : p->static_smem;
+  if (p->check && nb > 1) {
+    rc = cute_err_setf(err, CUTE_E_ARG, "cute (cpu target): kernel %s: the checking mode (check = true, CUTE_CHECK) "
+                       "does not support clusters of %d CTAs yet (bounds checks still apply without it)", p->name, nb);
+    goto out;
+  }
+  if ((rc = cpu_check_begin(&L, nw, S.shbytes))) goto out;
+  for (unsigned z = 0; z < gz && !rc; z += cz)
+    for (unsigned y = 0; y < gy && !rc; y += cy)
+      for (unsigned x = 0; x < gx && !rc; x += cx) {
+        S.cid[0] = x / cx; S.cid[1] = y / cy; S.cid[2] = z / cz;
+        for (int r = 0; r < nb; r++) {
+          S.ctaid[r][0] = x + (unsigned)r % cx;
+          S.ctaid[r][1] = y + (unsigned)r / cx % cy;
+          S.ctaid[r][2] = z + (unsigned)r / (cx * cy);
+        }
+        rc = run_cluster(&L, ws, nw, (unsigned)nthreads);
       }
   if (!rc && p->oom) rc = cute_err_setf(err, CUTE_E_NOMEM, "cute (cpu target): kernel %s: out of memory for printf output", p->name);
 out:
-  cpu_async_reset(&L, 1);
+  if (S.async) {
+    S.async[S.cur] = L.async;
+    for (int r = 0; r < nb; r++) { L.async = S.async[r]; cpu_async_reset(&L, 1); }
+  } else cpu_async_reset(&L, 1);
   cpu_check_end(&L);
-  free(ws); free(bufs); free(locals); free(vps); free(L.smem); free(L.pbuf);
+  free(ws); free(bufs); free(locals); free(vps); free(S.base); free(L.pbuf);
+  free(S.ctaid); free(S.async); free(S.bar_arrived); free(S.cl_arrived); free(S.cl_wait); free(S.timed_out);
   return rc;
 }

@@ -48,12 +48,12 @@ local function key(h) return tonumber(ffi.cast("uintptr_t", h)) end
 -- what cute.device(0) reports on the CPU target (the limits the engine keeps:
 -- 1024 threads a block; shared memory is host memory)
 local device_info = {
-  name = "cuteluajit CPU target (IR interpreter)", ordinal = 0, cc_major = 9, cc_minor = 0, sm_count = 1,
+  name = "cuteluajit CPU target (IR interpreter)", ordinal = 0, cc_major = 9, cc_minor = 0, sm_count = 2,
   warp_size = 32, max_threads_per_block = 1024, max_block_dim = { 1024, 1024, 64 },
   max_grid_dim = { 2147483647, 65535, 65535 }, max_threads_per_sm = 1024, max_blocks_per_sm = 1,
   regs_per_block = 65536, regs_per_sm = 65536, smem_per_block = 49152, smem_per_block_optin = 232448,
   smem_per_sm = 233472, smem_reserved_per_block = 0, const_mem = 65536, l2_size = 0, clock_khz = 0,
-  mem_clock_khz = 0, mem_bus_width = 0, cluster_launch = 0, integrated = 1, pci_bus_id = 0, pci_device_id = 0,
+  mem_clock_khz = 0, mem_bus_width = 0, cluster_launch = 1, integrated = 1, pci_bus_id = 0, pci_device_id = 0,
   total_mem = 0,
 }
 
@@ -134,9 +134,17 @@ local driver = {
     return st
   end,
 }
-driver.cute_cuda_launch_cluster = function(fn, gx, gy, gz, bx, by, bz, _, _, _, smem, stream, params, e)
-  return driver.cute_cuda_launch(fn, gx, gy, gz, bx, by, bz, smem, stream, params, e)
+-- clusters: the CTAs of one cluster run together (docs/CPU_TARGET.md, "Hopper (sm_90)")
+driver.cute_cuda_launch_cluster = function(fn, gx, gy, gz, bx, by, bz, cx, cy, cz, smem, stream, params, e)
+  local st = C.cute_cpu_launch_cluster(fn, gx, gy, gz, bx, by, bz, cx, cy, cz, smem, stream, params, e)
+  local n = ffi.new("size_t[1]")
+  local out = C.cute_cpu_take_output(fn, n)
+  if out ~= nil then M.write(ffi.string(out, n[0])) end
+  return st
 end
+-- TMA tensor maps: the engine's own 128-byte record (the GPU's is opaque)
+driver.cute_tensor_map_encode_tiled = function(...) return C.cute_cpu_tensor_map_encode_tiled(...) end
+driver.cute_tensor_map_encode_im2col = function(...) return C.cute_cpu_tensor_map_encode_im2col(...) end
 M.driver = driver
 -- the host "device" memory still allocated: bytes, allocations (the CPU target's
 -- counterpart of cuMemGetInfo for leak checks: bench/soak.lua, docs/SOAK.md)

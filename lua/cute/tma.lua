@@ -408,6 +408,12 @@ function M.is_coord_tensor(x) return getmetatable(x) == CoordTensor end
 
 local map_ct = ffi.typeof("uint8_t[?]")
 
+-- the tensor-map encoder of the driver in use (the CPU target has its own: target_cpu.lua)
+function M.encoder(name)
+  local tc = package.loaded["cute.target_cpu"]
+  return tc and tc.active and tc.driver[name] or C[name]
+end
+
 -- make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler [, {num_multicast = n}]) -> atom, tma_tensor
 function M.make_tiled_tma_atom(op_, t, smem_layout, cta_tiler, opts)
   local F = "cute.nvgpu.cpasync.make_tiled_tma_atom"
@@ -437,7 +443,7 @@ function M.make_tiled_tma_atom(op_, t, smem_layout, cta_tiler, opts)
   local map = p + ((64 - base % 64) % 64)
   local encoded = false
   if addr ~= 0 then
-    cf.check(C.cute_tensor_map_encode_tiled(map, M.c_args(a, addr), cf.err))
+    cf.check(M.encoder("cute_tensor_map_encode_tiled")(map, M.c_args(a, addr), cf.err))
     encoded = true
   end
   local key = ("TMA|%s|%s|%s|%s|%s|%s|mc%d"):format(op_.name, op_.reduce or "", a.dtype, tostring(smem_layout),

@@ -248,7 +248,7 @@ function M.make_im2col_tma_atom(op_, t, smem_layout, conv)
     local ns = a.rank - 2
     local lo, hi = ffi.new("int[3]"), ffi.new("int[3]")
     for i = 1, ns do lo[i - 1], hi[i - 1] = a.lower_corner[i], a.upper_corner[i] end
-    cf.check(C.cute_tensor_map_encode_im2col(map, M.c_args(a, addr), lo, hi, a.channels_per_pixel,
+    cf.check(require("cute.tma").encoder("cute_tensor_map_encode_im2col")(map, M.c_args(a, addr), lo, hi, a.channels_per_pixel,
       a.pixels_per_column, cf.err))
     encoded = true
   end
