@@ -16,7 +16,7 @@ O=${OUT:-/tmp}
 BIN=./bin/cuteluajit
 TOOLS=${TOOLS:-memcheck racecheck synccheck initcheck}
 # example and its small arguments
-SIZES="vector_add:65536 saxpy:65536 reduce_sum:65536 transpose:256,256 softmax:64,256
+SIZES="vector_add:65536 saxpy:65536 reduce_sum:65536 transpose:256,256 softmax:64,1024
 sgemm_naive:128,128,128 sgemm_tiled:256,256,256 gemm_bf16:256,256,256 gemm_bf16_arch:256,256,256
 gemm_fp8:128,128,128 gemm_int8:128,128,128 gemm_tf32:128,128,64 gemm_int8_multistage:256,256,256
 gemm_tf32_multistage:256,256,256 gemm_sm90:256,256,256 gemm_fp8_sm90:256,256,256
