@@ -169,7 +169,8 @@ M.load_entry = load_entry
 
 local function build(self, args, nargs)
   local cpu = require("cute.target_cpu") -- the CPU target: the IR goes to its interpreter
-  if cpu.uses_cpu(self) then return cpu.build(self, args, nargs, make_writer) end
+  local on_cpu = cpu.uses_cpu(self)
+  if on_cpu then return cpu.build(self, args, nargs, make_writer, on_cpu == "mirror") end
   local ok, why = available()
   if not ok then
     cf.fail(("cute.kernel %s: cannot launch without a GPU (%s); k:compile(args) and k:ir(args) work " ..
@@ -240,8 +241,10 @@ end
 -- the call is checked (count, kinds, device addresses) and the kernel traced,
 -- compiled and loaded for its signature and overlap pattern.
 local function get_entry(self, args, nargs)
-  require("cute.target_cpu").need() -- (no GPU: the CPU target, chosen before the device's cache is)
-  local root = device_root(self)
+  local cpu = require("cute.target_cpu")
+  cpu.need() -- (no GPU: the CPU target, chosen before the device's cache is)
+  -- (a target = "cpu" kernel in a GPU process: its own cache, which the GPU fast path does not read)
+  local root = cpu.mirrored(self) and require("cute.target_cpu_mirror").root(self) or device_root(self)
   local e = sp.find(root, args, nargs)
   if e then return e end
   sp.check_args(self, args, nargs, true)
@@ -357,6 +360,7 @@ local function do_launch(self, l, args, nargs)
   end
   entry.fill(entry.slots, entry.ptrs, unpack(args, 1, nargs))
   local smem = M.launch_smem(self, entry, l) -- (dynamic shared memory: default and check)
+  if entry.mirror then return require("cute.target_cpu_mirror").launch(self, entry, l, args, smem) end
   local drv = rt._driver
   if smem > entry.max_dyn_smem then
     cf.check(drv.cute_cuda_func_set_max_dynamic_smem(entry.fn, smem, cu_err))

@@ -248,21 +248,22 @@ function M.check_target(v)
   end
 end
 
--- Does kernel k run on the CPU target?  (On a process with a GPU, a kernel
--- asking for target = "cpu" is an error in this version: its tensors are
--- GPU memory.)
+-- Is kernel k a CPU-target kernel in a process that uses a GPU (or a stub
+-- driver)?  Its launches run on host copies of its tensors
+-- (lua/cute/target_cpu_mirror.lua).
+function M.mirrored(k)
+  if M.active or not (k.opts and k.opts.target == "cpu") then return false end
+  return rt._driver ~= C or (rt.available())
+end
+
+-- Does kernel k run on the CPU target?  (true; "mirror" for a target = "cpu"
+-- kernel in a process that uses the GPU: M.mirrored)
 function M.uses_cpu(k)
   local want = k.opts and k.opts.target
-  if want == "cpu" and not M.active then
-    local yes = rt.available()
-    if yes and rt._driver == C then
-      cf.fail(("cute (cpu target): kernel %s: target = \"cpu\" in a process that uses the GPU is not supported " ..
-        "yet (device tensors are GPU memory): run with CUTE_TARGET=cpu"):format(k.name))
-    end
-    M.install(nil)
-  end
+  if M.mirrored(k) then return "mirror" end
+  if want == "cpu" and not M.active then M.install(nil) end
   if k.opts and k.opts.check and not M.active then
-    cf.fail(("cute.kernel %s: option check needs the CPU target (CUTE_TARGET=cpu or target = \"cpu\"); on a GPU " ..
+    cf.fail(("cute.kernel %s: option check needs the CPU target (target = \"cpu\", or CUTE_TARGET=cpu); on a GPU " ..
       "use compute-sanitizer"):format(k.name))
   end
   if M.active and want == "gpu" then
@@ -275,7 +276,7 @@ end
 -- The launch entry of kernel k for args (launch.lua's build on the CPU
 -- target): traced as for the GPU, the IR prepared by the engine, the
 -- parameters written by the same writer as a GPU launch's.
-function M.build(k, args, nargs, make_writer)
+function M.build(k, args, nargs, make_writer, mirror)
   local ir, plan = k:trace(unpack(args, 1, nargs))
   local out = ffi.new("cute_cpu_prog *[1]")
   if C.cute_cpu_prog_new(ir, k.name, out, cf.err) ~= 0 then cf.fail(ffi.string(cf.err[0].msg)) end
@@ -283,11 +284,11 @@ function M.build(k, args, nargs, make_writer)
   local opt, what = k.opts and k.opts.check, "cute.kernel: option check"
   if opt == nil then opt, what = os.getenv("CUTE_CHECK"), "CUTE_CHECK" end
   C.cute_cpu_prog_set_check(prog, M.check_flags(opt, what))
-  local slots, params, ptrs, fill = make_writer(plan, nargs, 0, k.name, k.param_names)
+  local slots, params, ptrs, fill = make_writer(plan, nargs, not mirror and 0 or nil, k.name, k.param_names)
   k.last_build = { image = "cpu" }
   return { fn = prog, prog = prog, ir = ir, params = params, slots = slots, plan = plan, ptrs = ptrs, fill = fill,
     n = #plan, max_dyn_smem = 2 ^ 31, dyn_smem = C.cute_cpu_prog_dyn_smem(prog), block_check = plan.block_check,
-    arch = "cpu" }
+    arch = "cpu", mirror = mirror or nil }
 end
 
 return M
