@@ -247,16 +247,16 @@ struct cute_cu_table {
     "no such symbol: is the kernel an .entry (not .func) and is its name unmangled?") \
   X(CUDA_ERROR_NOT_READY, 600, "the work is still running") \
   X(CUDA_ERROR_ILLEGAL_ADDRESS, 700, \
-    "the kernel faulted: an out-of-bounds access? run under compute-sanitizer; the context " \
-    "is unusable until reset (Lua resets it for you; C: cute_cuda_device_reset, docs/FAULTS.md)") \
+    "the kernel faulted: an out-of-bounds access? CUTE_TARGET=cpu or compute-sanitizer finds the " \
+    "line; CUDA keeps this error for the life of the process: restart it (docs/FAULTS.md)") \
   X(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, 701, \
     "too many registers or threads for this block size: use a smaller block, or see " \
     "fn:attributes().num_regs") \
   X(CUDA_ERROR_LAUNCH_TIMEOUT, 702, "the kernel ran too long (display watchdog)") \
   X(CUDA_ERROR_LAUNCH_FAILED, 719, \
     "the kernel faulted: an out-of-bounds access? run under compute-sanitizer; or it trapped " \
-    "(cute.assert_, cute.arch.trap); the context is unusable until reset (Lua resets it for you; " \
-    "C: cute_cuda_device_reset)") \
+    "(cute.arch.trap); CUDA keeps this error for the life of the process: restart it " \
+    "(docs/FAULTS.md)") \
   X(CUDA_ERROR_MISALIGNED_ADDRESS, 716, \
     "the kernel faulted on a misaligned access: check pointer/vector alignment; run under " \
     "compute-sanitizer") \
