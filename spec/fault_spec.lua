@@ -414,7 +414,9 @@ end)
 
 -- On a GPU: real faults (tools/gpu_fault.sh runs these and a REPL-like script)
 describe("faults on the GPU", function()
-  local gpu_it = util.gpu_it
+  -- (CUDA's faults, its sticky errors and a GPU kernel's timing: a real GPU; on the CPU target
+  -- a failing assert is a launch error at once: spec/cpu_target_spec.lua)
+  local function gpu_it(name, fn) util.device_it(name, "CUDA's faults and timeouts", fn) end
   local function n_ok(T, n, want)
     local h = T:to_host()
     for i = 0, n - 1 do if h[i] ~= want(i) then return false end end
