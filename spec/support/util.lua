@@ -281,11 +281,7 @@ end
 function M.hopper_it(name, fn)
   local env = getfenv(2)
   gpu_test(env, name, function()
-    local ok, why = M.sm90()
-    if M.on_cpu_target() then -- (its device says which architecture it runs: sm_80 in this version)
-      local arch = require("cute").device().arch
-      ok, why = arch == "sm_90a", ("needs an sm_90a device: the CPU target is an %s one"):format(arch)
-    end
+    local ok, why = M.sm90() -- (the CPU target compiles for sm_90a: compile.device_arch)
     if not ok then return env.pending(why) end
     fn()
   end)
