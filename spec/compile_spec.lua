@@ -232,7 +232,7 @@ describe("compile options change the output", function()
     assert.falsy(has(ptx_of(), ".loc"))
   end)
 
-  it("enable_assertions = false compiles cute.assert_ out (no trap)", function()
+  it("enable_assertions = false compiles cute.assert_ out (no exit path, no printf)", function()
     local function k(opts)
       return cute.kernel(function(A)
         local t = cute.arch.thread_idx()
@@ -240,9 +240,10 @@ describe("compile options change the output", function()
         A[t] = A[t] + 1
       end, opts)
     end
-    assert.truthy(has(k():compile(spec).ptx, "trap;"))
+    local on = k():compile(spec).ptx -- (a failing assert ends its thread: docs/FAULTS.md)
+    assert.truthy(has(on, "exit;") and has(on, "vprintf"), on)
     local p = k({ enable_assertions = false }):compile(spec).ptx
-    assert.falsy(has(p, "trap;"), p)
+    assert.falsy(has(p, "exit;"), p)
     assert.falsy(has(p, "vprintf"), p)
   end)
 

@@ -10,8 +10,11 @@ local sh = U.sh
 
 -- a child: hot loops through smem layout atoms (cute.smem_atom, off) and the
 -- layout algebra (cute.layout, on); prints the modules traces started in
-local child = os.tmpname()
-do
+-- (written when a test runs, not when busted loads the spec files: a file made at load
+-- time lived through every other spec's run, and once held another program: CI 2026-11-28)
+local child
+local function write_child()
+  child = os.tmpname() .. "_jit_child.lua"
   local f = assert(io.open(child, "wb"))
   f:write([[
     -- no trace for this chunk's own loop: LuaJIT would otherwise record through
@@ -44,11 +47,12 @@ do
     print("off_smem_atom " .. tostring(off["cute.smem_atom"] == true) .. " off_layout " .. tostring(off["cute.layout"] == true))
   ]])
   f:close()
+  return child
 end
 
 describe("cute.jit_policy", function()
   it("the tracing modules get no traces; the launch path's and the layout algebra's are not turned off", function()
-    local out = sh(self_exe() .. " " .. child)
+    local out = sh(self_exe() .. " " .. write_child())
     local started = out:match("started (%S*)")
     assert.truthy(started, out)
     assert.falsy(("," .. started .. ","):find(",smem_atom,", 1, true), out)
@@ -64,7 +68,7 @@ describe("cute.jit_policy", function()
   end)
 
   it("CUTE_JIT_TRACING=1: the same loops start traces inside cute.smem_atom", function()
-    local out = sh("CUTE_JIT_TRACING=1 " .. self_exe() .. " " .. child)
+    local out = sh("CUTE_JIT_TRACING=1 " .. self_exe() .. " " .. write_child())
     local started = out:match("started (%S*)")
     assert.truthy(started, out)
     assert.truthy(("," .. started .. ","):find(",smem_atom,", 1, true), out)
