@@ -29,14 +29,7 @@ local function host_view(n, m, v)
 end
 
 describe("the CPU target's bounds checks", function()
-  local was_active
-  setup(function()
-    was_active = cpu.active
-    cpu.install(nil)
-  end)
-  teardown(function()
-    if not was_active then cpu.uninstall() end
-  end)
+  util.use_cpu_target()
 
   local store = cute.kernel(function(A, n)
     local t = cute.arch.thread_idx()
@@ -168,14 +161,7 @@ describe("the CPU target's bounds checks", function()
 end)
 
 describe("the CPU target's checking mode", function()
-  local was_active
-  setup(function()
-    was_active = cpu.active
-    cpu.install(nil)
-  end)
-  teardown(function()
-    if not was_active then cpu.uninstall() end
-  end)
+  util.use_cpu_target()
 
   -- thread 0 and thread 32 (two warps) write one shared word; sync: a sync_threads between
   local function two_writers(sync, read)

@@ -31,14 +31,7 @@ local function exact_values(n, kind, seed)
 end
 
 describe("the CPU target's Hopper instructions", function()
-  local was_active
-  setup(function()
-    was_active = cpu.active
-    cpu.install(nil)
-  end)
-  teardown(function()
-    if not was_active then cpu.uninstall() end
-  end)
+  util.use_cpu_target()
 
   describe("wgmma.mma_async against a Lua product", function()
     -- {kind, n, bk, a_major, b_major, a_src, wg_m, the smem layouts' swizzles}

@@ -45,14 +45,7 @@ local function max_rel(got, want, n)
 end
 
 describe("the CPU target", function()
-  local was_active
-  setup(function()
-    was_active = cpu.active
-    cpu.install(nil)
-  end)
-  teardown(function()
-    if not was_active then cpu.uninstall() end
-  end)
+  util.use_cpu_target()
 
   describe("runs the SIMT examples' kernels", function()
     it("vector_add (16-byte vector loads and stores, a grid-stride loop)", function()

@@ -209,14 +209,7 @@ local function check_mma(atom, opts)
 end
 
 describe("the CPU target's tensor cores", function()
-  local was_active
-  setup(function()
-    was_active = cpu.active
-    cpu.install(nil)
-  end)
-  teardown(function()
-    if not was_active then cpu.uninstall() end
-  end)
+  util.use_cpu_target()
 
   describe("mma.sync on random data (the atom's instruction, registers placed by CuTe's layouts)", function()
     for _, c in ipairs(cases) do

@@ -7,14 +7,7 @@ local cpu = require("cute.target_cpu")
 local util = dofile("spec/support/util.lua")
 
 describe("regressions found by the kernel fuzzer (FUZZ_LAUNCH=1 on the CPU target)", function()
-  local was_active
-  setup(function()
-    was_active = cpu.active
-    cpu.install(nil)
-  end)
-  teardown(function()
-    if not was_active then cpu.uninstall() end
-  end)
+  util.use_cpu_target()
 
   -- seed 1, program 4: for j in cute.range(2147483604, 2147483647, 268435457) ran forever on
   -- the CPU target (iv + step wrapped to a negative index, still < hi); the IR's for leaves the

@@ -57,14 +57,7 @@ describe("soak", function()
   end)
 
   describe("on the CPU target", function()
-    local was_active
-    setup(function()
-      was_active = cpu.active
-      cpu.install(nil)
-    end)
-    teardown(function()
-      if not was_active then cpu.uninstall() end
-    end)
+    util.use_cpu_target()
 
     it("counts the live host bytes of tensors (cute.target_cpu.live)", function()
       full_gc()

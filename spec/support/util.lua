@@ -287,4 +287,12 @@ function M.hopper_it(name, fn)
   end)
 end
 
+-- In a describe block: the block runs on the CPU target (installed in its setup,
+-- taken off again in its teardown unless it was on before)
+function M.use_cpu_target()
+  local env, cpu, was_active = getfenv(2), require("cute.target_cpu"), nil
+  env.setup(function() was_active = cpu.active; cpu.install(nil) end)
+  env.teardown(function() if not was_active then cpu.uninstall() end end)
+end
+
 return M
